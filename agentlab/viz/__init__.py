@@ -1,0 +1,7 @@
+"""Plots for the notebooks. Every function returns a matplotlib ``Figure``.
+
+One submodule per chapter; everything public is re-exported here, so notebooks write
+``from agentlab import viz; viz.plot_trace(...)``. matplotlib is imported by the submodules,
+never at ``import agentlab``.
+"""
+# Chapter plot modules are appended below.

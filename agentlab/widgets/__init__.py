@@ -1,0 +1,5 @@
+"""ipywidgets controls for the notebooks. Every function returns an ipywidgets object.
+
+One submodule per chapter, re-exported here (``from agentlab import widgets``).
+"""
+# Chapter widget modules are appended below.
