@@ -1,0 +1,206 @@
+"""Tests for agentlab.sim: real openai.OpenAI clients against the simulator."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import openai
+import pytest
+
+from agentlab import sim
+from agentlab.sim import Simulator, call, text
+
+TOOLS = [
+    {"type": "function", "function": {
+        "name": "web_search", "description": "Search the web.",
+        "parameters": {"type": "object", "properties": {
+            "query": {"type": "string"}, "max_results": {"type": "integer"}},
+            "required": ["query"]}}},
+    {"type": "function", "function": {
+        "name": "read_url", "description": "Read a page.",
+        "parameters": {"type": "object", "properties": {"url": {"type": "string"}},
+                       "required": ["url"]}}},
+]
+USER = [{"role": "user", "content": "Find out about agents."}]
+
+
+def create(client, messages=USER, tools=TOOLS, **kw):
+    return client.chat.completions.create(model="gpt-4o", messages=messages, tools=tools, **kw)
+
+
+def assistant_msg(resp) -> dict:
+    return resp.choices[0].message.model_dump(exclude_none=True,
+                                              exclude={"annotations", "refusal"})
+
+
+def answered(resp, result="ok") -> list[dict]:
+    """USER + the assistant's tool calls + one tool result per call."""
+    msg = assistant_msg(resp)
+    return USER + [msg] + [{"role": "tool", "tool_call_id": tc["id"], "content": result}
+                           for tc in msg["tool_calls"]]
+
+
+# ------------------------------------------------------------------ policies, non-streaming
+
+def test_script_tool_call_then_text():
+    s = Simulator([call("web_search", {"query": "agents"}), text("All done.")])
+    c = s.client()
+    r1 = create(c)
+    tc = r1.choices[0].message.tool_calls[0]
+    assert (tc.type, tc.function.name) == ("function", "web_search")
+    assert json.loads(tc.function.arguments) == {"query": "agents"}
+    assert tc.id.startswith("call_") and r1.choices[0].finish_reason == "tool_calls"
+    r2 = create(c, answered(r1))
+    assert r2.choices[0].message.content == "All done."
+    assert r2.choices[0].finish_reason == "stop" and r2.model == "gpt-4o"
+    assert [r["status"] for r in s.requests] == [200, 200]
+    assert s.requests[1]["body"]["messages"][-1]["role"] == "tool"
+
+
+def test_script_retry_gets_same_answer_and_end_of_script():
+    s = Simulator([text("one")])
+    c = s.client()
+    assert create(c).choices[0].message.content == "one"
+    assert create(c).choices[0].message.content == "one"  # same request, same reply
+    later = USER + [{"role": "assistant", "content": "one"}]
+    assert create(c, later).choices[0].message.content == sim.SCRIPT_ENDED
+
+
+def test_parallel_calls_have_distinct_ids():
+    s = Simulator([[call("web_search", {"query": "a"}), call("read_url", {"url": "u"})]])
+    calls = create(s.client()).choices[0].message.tool_calls
+    assert [c.function.name for c in calls] == ["web_search", "read_url"]
+    assert len({c.id for c in calls}) == 2
+
+
+def test_tool_user_calls_every_tool_then_cites_results():
+    s = Simulator()  # ToolUser by default
+    c = s.client()
+    r1 = create(c)
+    calls = r1.choices[0].message.tool_calls
+    assert [json.loads(x.function.arguments) for x in calls] == [
+        {"query": "example"}, {"url": "example"}]
+    r2 = create(c, answered(r1, result="Agents are programs that act. " * 10))
+    content = r2.choices[0].message.content
+    assert "web_search: Agents are programs that act." in content and "read_url:" in content
+    assert len(content.splitlines()[1]) < 100  # cites only the start of each result
+
+
+def test_synthesize_arguments_nested_enum_array():
+    schema = {"type": "object", "required": ["mode", "tags", "opts", "n"], "properties": {
+        "mode": {"type": "string", "enum": ["fast", "slow"]},
+        "tags": {"type": "array", "items": {"type": "integer"}},
+        "opts": {"type": "object", "required": ["flag"], "properties": {
+            "flag": {"type": "boolean"}, "unused": {"type": "string"}}},
+        "n": {"type": ["number", "null"]}, "optional": {"type": "string"}}}
+    assert sim.synthesize_arguments(schema) == {
+        "mode": "fast", "tags": [1], "opts": {"flag": True}, "n": 1.5}
+
+
+def test_function_policy_and_usage_counts():
+    from agentlab.tokens import count_messages_tokens, count_text_tokens
+    s = Simulator(sim.Function(lambda messages, tools: f"{len(messages)} messages"))
+    r = create(s.client())
+    assert r.choices[0].message.content == "1 messages"
+    assert r.usage.prompt_tokens == count_messages_tokens(USER, "gpt-4o", TOOLS)
+    assert r.usage.completion_tokens == count_text_tokens("1 messages", "gpt-4o")
+    assert r.usage.total_tokens == r.usage.prompt_tokens + r.usage.completion_tokens
+
+
+def test_max_tokens_truncates_with_finish_reason_length():
+    s = Simulator([text("one two three four five six seven eight nine ten")])
+    r = create(s.client(), max_tokens=3)
+    assert r.choices[0].finish_reason == "length"
+    assert r.usage.completion_tokens == 3 and r.choices[0].message.content == "one two three"
+
+
+def test_unknown_path_is_404_and_models_listed():
+    c = Simulator().client()
+    with pytest.raises(openai.NotFoundError):
+        c.embeddings.create(model="text-embedding-3-small", input="x")
+    assert "gpt-4o" in [m.id for m in c.models.list()]
+
+
+# ------------------------------------------------------------------ strict mode
+
+def bad_request(messages, tools=TOOLS) -> dict:
+    with pytest.raises(openai.BadRequestError) as info:
+        create(Simulator().client(), messages, tools)
+    assert info.value.status_code == 400
+    return info.value.body  # the SDK exposes the "error" object
+
+
+def test_strict_orphan_tool_message():
+    msgs = USER + [{"role": "tool", "tool_call_id": "call_x", "content": "r"}]
+    assert bad_request(msgs) == {
+        "message": "Invalid parameter: messages with role 'tool' must be a response to a "
+                   "preceeding message with 'tool_calls'.",
+        "type": "invalid_request_error", "param": "messages.[1].role", "code": None}
+
+
+def test_strict_unanswered_tool_calls_lists_missing_ids():
+    s = Simulator([[call("web_search", {"query": "a"}), call("read_url", {"url": "u"})]])
+    r = create(s.client())
+    msgs = answered(r)[:-1] + [{"role": "user", "content": "and?"}]  # drop the 2nd result
+    err = bad_request(msgs)
+    missing = r.choices[0].message.tool_calls[1].id
+    assert err["message"] == (
+        "An assistant message with 'tool_calls' must be followed by tool messages responding "
+        "to each 'tool_call_id'. The following tool_call_ids did not have response messages: "
+        f"{missing}")
+    assert (err["param"], err["type"]) == ("messages.[1].role", "invalid_request_error")
+
+
+def test_strict_malformed_tool_schemas():
+    def tool(**fn):
+        return [{"type": "function", "function": fn}]
+    assert bad_request(USER, tool(parameters={"type": "object"}))["param"] == \
+        "tools[0].function.name"
+    err = bad_request(USER, tool(name="f", parameters={"type": "string"}))
+    assert err["code"] == "invalid_function_parameters" and "type: \"object\"" in err["message"]
+    err = bad_request(USER, tool(name="has space"))
+    assert err["code"] == "invalid_value" and "^[a-zA-Z0-9_-]+$" in err["message"]
+
+
+def test_strict_unknown_role_and_empty_messages():
+    err = bad_request([{"role": "robot", "content": "hi"}])
+    assert (err["param"], err["code"]) == ("messages[0].role", "invalid_value")
+    assert err["message"].startswith("Invalid value: 'robot'. Supported values are:")
+    assert bad_request([])["code"] == "empty_array"
+
+
+def test_check_request_without_http():
+    sim.check_request({"model": "m", "messages": USER})  # valid: returns None
+    with pytest.raises(sim.SimulatorHTTPError) as info:
+        sim.check_request({"messages": USER})
+    assert info.value.status == 400 and "model" in info.value.message
+    with pytest.raises(sim.SimulatorHTTPError) as info:
+        sim.check_request({"model": "m"})
+    assert info.value.body["error"]["code"] == "missing_required_parameter"
+
+
+def test_strict_off_accepts_orphans_and_logs_errors():
+    msgs = USER + [{"role": "tool", "tool_call_id": "call_x", "content": "r"}]
+    s = Simulator([text("fine")], strict=False)
+    assert create(s.client(), msgs).choices[0].message.content == "fine"
+    strict = Simulator()
+    with pytest.raises(openai.BadRequestError):
+        create(strict.client(), msgs)
+    entry = strict.requests[0]
+    assert entry["status"] == 400 and entry["response"] is None
+    assert entry["error"]["param"] == "messages.[1].role"
+
+
+def test_check_request_is_linear_in_messages():
+    import time
+    history = [{"role": "system", "content": "s"}]
+    for i in range(20000):
+        history += [{"role": "user", "content": "q"},
+                    {"role": "assistant", "content": None, "tool_calls": [
+                        {"id": f"c{i}", "type": "function",
+                         "function": {"name": "f", "arguments": "{}"}}]},
+                    {"role": "tool", "tool_call_id": f"c{i}", "content": "r"}]
+    t = time.perf_counter()
+    sim.check_request({"model": "m", "messages": history})
+    assert time.perf_counter() - t < 1.0  # 60k messages; a quadratic check takes minutes
