@@ -204,3 +204,85 @@ def test_check_request_is_linear_in_messages():
     t = time.perf_counter()
     sim.check_request({"model": "m", "messages": history})
     assert time.perf_counter() - t < 1.0  # 60k messages; a quadratic check takes minutes
+
+
+# ------------------------------------------------------------------ streaming
+
+def collect(stream) -> tuple[dict, list]:
+    """Assemble a stream the way a careful client does; also return the raw chunks."""
+    chunks = list(stream)
+    content, calls, finish, usage = None, {}, None, None
+    for ch in chunks:
+        usage = ch.usage or usage
+        for choice in ch.choices:
+            d = choice.delta
+            if d.content is not None:
+                content = (content or "") + d.content
+            for tc in d.tool_calls or []:
+                slot = calls.setdefault(tc.index, {"id": None, "name": "", "arguments": ""})
+                slot["id"] = tc.id or slot["id"]
+                if tc.function:
+                    slot["name"] += tc.function.name or ""
+                    slot["arguments"] += tc.function.arguments or ""
+            finish = choice.finish_reason or finish
+    return {"content": content, "calls": [calls[i] for i in sorted(calls)], "finish": finish,
+            "usage": usage}, chunks
+
+
+def flat(resp) -> dict:
+    m = resp.choices[0].message
+    return {"content": m.content, "finish": resp.choices[0].finish_reason,
+            "calls": [{"id": t.id, "name": t.function.name, "arguments": t.function.arguments}
+                      for t in m.tool_calls or []]}
+
+
+PARALLEL = [[call("web_search", {"query": "agent runtimes", "max_results": 3}),
+             call("read_url", {"url": "https://example.org/agents"})],
+            text("Agents loop: think, call tools, read results. 智能体循环调用工具。")]
+
+
+def test_stream_equals_non_stream_for_tool_calls_and_text():
+    c = Simulator(PARALLEL).client()
+    r1 = create(c)
+    s1, _ = collect(create(c, stream=True, stream_options={"include_usage": True}))
+    assert {k: s1[k] for k in ("content", "calls", "finish")} == flat(r1)
+    assert s1["usage"] == r1.usage
+    r2 = create(c, answered(r1))
+    s2, chunks = collect(create(c, answered(r1), stream=True))
+    assert {k: s2[k] for k in ("content", "calls", "finish")} == flat(r2)
+    assert sum(1 for ch in chunks if ch.choices and ch.choices[0].delta.content) >= 5
+
+
+def test_stream_usage_chunk_last_and_null_before():
+    c = Simulator([text("hello there, streaming world")]).client()
+    _, chunks = collect(create(c, stream=True, stream_options={"include_usage": True}))
+    assert chunks[-1].choices == [] and chunks[-1].usage.total_tokens > 0
+    assert all(ch.usage is None for ch in chunks[:-1])
+    assert chunks[0].choices[0].delta.role == "assistant"
+    assert chunks[-2].choices[0].finish_reason == "stop"
+    _, plain = collect(create(c, stream=True))
+    assert all(ch.usage is None for ch in plain) and plain[-1].choices[0].finish_reason == "stop"
+
+
+def test_stream_tool_fragments_follow_real_shape():
+    c = Simulator(PARALLEL).client()
+    _, chunks = collect(create(c, stream=True))
+    frags = [tc for ch in chunks if ch.choices for tc in ch.choices[0].delta.tool_calls or []]
+    for index in (0, 1):
+        mine = [f for f in frags if f.index == index]
+        head, rest = mine[0], mine[1:]
+        assert head.id.startswith("call_") and head.type == "function"
+        assert head.function.name and head.function.arguments == ""
+        assert len(rest) >= 3  # arguments arrive in several pieces
+        assert all(f.id is None and f.type is None and f.function.name is None for f in rest)
+
+
+def test_stream_wire_format():
+    s = Simulator([text("hi")])
+    reply = s.handle("POST", "/v1/chat/completions", json.dumps(
+        {"model": "gpt-4o", "messages": USER, "stream": True}).encode())
+    raw = b"".join(reply.iter_bytes())
+    assert reply.headers["content-type"].startswith("text/event-stream")
+    events = raw.split(b"\n\n")
+    assert events[-2:] == [b"data: [DONE]", b""]
+    assert all(e.startswith(b"data: ") for e in events[:-1])
