@@ -347,3 +347,72 @@ def test_chat_is_much_cheaper_than_create_at_600_messages():
     ours = best(lambda: llm.chat(history))
     sdk = best(lambda: llm.client.chat.completions.create(model="gpt-4o", messages=history))
     assert sdk / ours >= 20, (sdk, ours)
+
+
+# -- against the simulator -------------------------------------------------------------------------
+
+sim = pytest.importorskip("agentlab.sim")
+from agentlab.naive.llm import NaiveLLMClient  # noqa: E402
+
+CALLS = [sim.call("web_search", {"query": "asyncio"}), sim.call("read_url", {"url": "https://x"})]
+
+
+def test_sim_plan_429_500_ok_and_400():
+    s = sim.Simulator(sim.Script([sim.text("hi")]), faults=sim.FaultPlan([429, 500]))
+    assert s.llm(retry_base_delay=0.001, seed=0).chat(MSGS).content == "hi"
+    assert [r["status"] for r in s.requests] == [429, 500, 200]
+    s = sim.Simulator(faults=sim.FaultPlan([400]))
+    with pytest.raises(ProviderError, match="bad_request"):
+        s.llm().chat(MSGS)
+    assert len(s.requests) == 1
+
+
+def test_sim_retry_after_half_a_second():
+    s = sim.Simulator(faults=sim.FaultPlan([("rate_limit", {"retry_after": 0.5})]))
+    s.llm(retry_base_delay=0.001, seed=0).chat(MSGS)
+    assert s.requests[1]["at"] - s.requests[0]["at"] >= 0.5
+
+
+def test_sim_streamed_tool_calls_equal_non_streamed_with_usage():
+    s = sim.Simulator(sim.Script([CALLS]))
+    llm = s.llm()
+    plain = llm.chat(MSGS, tools=TOOLS)
+    streamed = collect_stream(llm.stream(MSGS, tools=TOOLS))
+    assert plain.tool_calls == streamed.tool_calls
+    assert [t.arguments for t in streamed.tool_calls] == [c.arguments for c in CALLS]
+    assert streamed.usage == plain.usage and streamed.usage["total_tokens"] > 0
+    assert streamed.finish_reason == plain.finish_reason == "tool_calls"
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_sim_malformed_arguments_never_raise(stream):
+    s = sim.Simulator(sim.Script([CALLS]), faults=sim.FaultPlan(["malformed_arguments"]))
+    llm = s.llm()
+    r = collect_stream(llm.stream(MSGS, tools=TOOLS)) if stream else llm.chat(MSGS, tools=TOOLS)
+    assert len(r.tool_calls) == 2 and all(t.parse_error and t.arguments == {} for t in r.tool_calls)
+    assert all(t.raw_arguments for t in r.tool_calls)
+
+
+def test_sim_truncated_tool_stream_is_retried():
+    s = sim.Simulator(sim.Script([CALLS]), faults=sim.FaultPlan(["truncated_stream"]))
+    llm = s.llm(retry_base_delay=0.001)
+    r = collect_stream(llm.stream(MSGS, tools=TOOLS))
+    assert len(s.requests) == 2 and r.finish_reason == "tool_calls"
+    assert [a.error_code for a in llm.attempts] == ["provider_unavailable", None]
+
+
+def test_naive_client_retries_a_401_and_ours_does_not():
+    s = sim.Simulator(faults=sim.FaultPlan([401] * 10))
+    with pytest.raises(openai.AuthenticationError):
+        NaiveLLMClient(client=s.client(), retry_base_delay=0.001).chat(MSGS)
+    naive_requests = len(s.requests)
+    s.reset()
+    with pytest.raises(ProviderError, match="auth_failed"):
+        s.llm().chat(MSGS)
+    assert (naive_requests, len(s.requests)) == (4, 1)
+
+
+def test_from_env_without_key_uses_the_simulator(monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    llm = LLMClient.from_env()
+    assert "sim" in str(llm.client.base_url) and llm.chat(MSGS).content

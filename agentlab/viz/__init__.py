@@ -5,3 +5,4 @@ One submodule per chapter; everything public is re-exported here, so notebooks w
 never at ``import agentlab``.
 """
 # Chapter plot modules are appended below.
+from .llm import *  # noqa: F401,F403

@@ -3,3 +3,4 @@
 One submodule per chapter, re-exported here (``from agentlab import widgets``).
 """
 # Chapter widget modules are appended below.
+from .llm import *  # noqa: F401,F403
