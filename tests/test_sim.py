@@ -286,3 +286,115 @@ def test_stream_wire_format():
     events = raw.split(b"\n\n")
     assert events[-2:] == [b"data: [DONE]", b""]
     assert all(e.startswith(b"data: ") for e in events[:-1])
+
+
+# ------------------------------------------------------------------ faults and latency
+
+def test_fault_plan_429_500_then_success():
+    s = Simulator([text("ok")], faults=sim.FaultPlan([429, 500, None]))
+    c = s.client()  # max_retries=0: every attempt is ours
+    with pytest.raises(openai.RateLimitError) as info:
+        create(c)
+    assert info.value.body["code"] == "rate_limit_exceeded" and info.value.body["type"] == "requests"
+    with pytest.raises(openai.InternalServerError):
+        create(c)
+    assert create(c).choices[0].message.content == "ok"
+    assert [(r["status"], r["fault"]) for r in s.requests] == [
+        (429, "rate_limit"), (500, "server_error"), (200, None)]
+
+
+def test_rate_limit_retry_after_header_and_named_entries():
+    plan = sim.FaultPlan([("rate_limit", {"retry_after": 0.5}), "unavailable", 401])
+    c = Simulator([text("ok")], faults=plan).client()
+    with pytest.raises(openai.RateLimitError) as info:
+        create(c)
+    assert info.value.response.headers["retry-after"] == "0.5"
+    with pytest.raises(openai.InternalServerError) as info:
+        create(c)
+    assert info.value.status_code == 503
+    with pytest.raises(openai.AuthenticationError):
+        create(c)
+    with pytest.raises(ValueError):
+        sim.FaultPlan(["no_such_fault"])
+
+
+def test_timeout_fault_raises_api_timeout_error():
+    s = Simulator([text("ok")], faults=["timeout"])
+    with pytest.raises(openai.APITimeoutError):
+        create(s.client())
+    assert s.requests[0]["fault"] == "timeout" and s.requests[0]["status"] == 0
+    assert create(s.client()).choices[0].message.content == "ok"
+
+
+def test_malformed_arguments_in_both_modes():
+    s = Simulator([call("web_search", {"query": "agents"})],
+                  faults=["malformed_arguments", "malformed_arguments"])
+    c = s.client()
+    plain = create(c).choices[0].message.tool_calls[0].function.arguments
+    streamed, _ = collect(create(c, stream=True))
+    for args in (plain, streamed["calls"][0]["arguments"]):
+        with pytest.raises(json.JSONDecodeError):
+            json.loads(args)
+    assert plain == streamed["calls"][0]["arguments"]
+
+
+def test_truncated_stream_has_no_finish_and_no_done():
+    s = Simulator([text("a fairly long answer that is streamed in many small pieces")],
+                  faults=["truncated_stream"])
+    reply = s.handle("POST", "/v1/chat/completions", json.dumps(
+        {"model": "gpt-4o", "messages": USER, "stream": True}).encode())
+    raw = b"".join(reply.iter_bytes())
+    assert b"[DONE]" not in raw and b'"finish_reason":"stop"' not in raw
+    s.reset()
+    got, chunks = collect(create(s.client(), stream=True))
+    assert got["finish"] is None and 1 < len(chunks)
+    assert s.requests[0]["fault"] == "truncated_stream"
+
+
+def test_random_faults_are_seeded():
+    def statuses(seed):
+        s = Simulator([text("ok")], faults=sim.Faults(rate_limit=0.3, server_error=0.2, seed=seed))
+        c = s.client()
+        for _ in range(30):
+            try:
+                create(c)
+            except openai.APIStatusError:
+                pass
+        return [r["status"] for r in s.requests]
+    a = statuses(1)
+    assert a == statuses(1) and {200, 429, 500} == set(a)
+    with pytest.raises(ValueError):
+        sim.Faults(rate_limit=0.8, server_error=0.5)
+
+
+def test_latency_first_token_and_time_scale():
+    import time
+    lat = sim.Latency(first_token_ms=100, tokens_per_second=1000, jitter=0.0)
+    s = Simulator([text("hi")], latency=lat)
+    t = time.perf_counter()
+    create(s.client())
+    assert 0.09 < time.perf_counter() - t < 2.0
+    fast = Simulator([text("hi")], latency=sim.Latency(first_token_ms=5000, time_scale=0))
+    t = time.perf_counter()
+    create(fast.client())
+    assert time.perf_counter() - t < 1.0
+
+
+def test_streaming_latency_spaces_chunks():
+    import time
+    lat = sim.Latency(first_token_ms=0, tokens_per_second=100, jitter=0.0)
+    c = Simulator([text("word " * 30)], latency=lat).client()
+    arrivals = []
+    t = time.perf_counter()
+    for _ in create(c, stream=True):
+        arrivals.append(time.perf_counter() - t)
+    assert arrivals[-1] > 0.25  # ~30 tokens at 100 tokens/s
+    assert arrivals[1] < arrivals[-1] / 2  # chunks arrive as they are made, not all at the end
+
+
+def test_slow_reply_beyond_client_timeout_times_out():
+    lat = sim.Latency(first_token_ms=3000, jitter=0.0)
+    s = Simulator([text("hi")], latency=lat)
+    with pytest.raises(openai.APITimeoutError):
+        create(s.client(timeout=0.2))
+    assert s.requests[0]["status"] == 0 and s.requests[0]["error"]["type"] == "timeout"
