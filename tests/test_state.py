@@ -1,0 +1,189 @@
+"""State stores: JSON round trips, persistence, unsafe keys refused, atomic writes that survive
+a crash mid-write, clear errors for values that are not JSON."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from agentlab.errors import StateError
+from agentlab.naive.state import NaiveStateStore
+from agentlab.state import MemoryStateStore, SQLiteStateStore, StateStore
+
+ROOT = Path(__file__).resolve().parents[1]
+VALUE = {"title": "异步编程 — naïve café ☕", "turns": [1, 2.5, None, True], "nested": {"k": []}}
+UNSAFE = ["", "..", ".", "../x", "a/b", "a\\b", "/etc/passwd", "C:evil", "ok\x00", "tab\tkey",
+          ".hidden", "trailing.", "NUL", "x" * 201, 42, None]
+
+
+@pytest.fixture(params=["file", "sqlite", "memory"])
+def store(request, tmp_path):
+    return {"file": lambda: StateStore(tmp_path / "state"),
+            "sqlite": lambda: SQLiteStateStore(tmp_path / "state.db"),
+            "memory": MemoryStateStore}[request.param]()
+
+
+def test_round_trip_non_ascii_and_nested(store):
+    store.save("run_1.summary", VALUE)
+    assert store.load("run_1.summary") == VALUE
+    assert store.load("missing", default={"d": 1}) == {"d": 1}
+    assert "run_1.summary" in store and "missing" not in store and "../x" not in store
+    assert store.keys() == ["run_1.summary"]
+
+
+def test_overwrite_clear_one_and_all(store):
+    store.save("a", 1)
+    store.save("a", 2)
+    store.save("b", [3])
+    assert store.load("a") == 2 and store.keys() == ["a", "b"]
+    store.clear("a")
+    assert store.keys() == ["b"] and store.load("a") is None
+    store.clear()
+    assert store.keys() == [] and len(store) == 0
+
+
+def test_loads_are_copies(store):
+    store.save("k", {"items": [1]})
+    got = store.load("k")
+    got["items"].append(2)
+    assert store.load("k") == {"items": [1]}
+
+
+@pytest.mark.parametrize("key", UNSAFE, ids=repr)
+def test_unsafe_keys_are_refused(store, key, tmp_path):
+    with pytest.raises(StateError) as info:
+        store.save(key, 1)
+    assert info.value.code == "invalid_key"
+    with pytest.raises(StateError):
+        store.load(key)
+    assert sorted(p.name for p in tmp_path.iterdir()) in ([], ["state"], ["state.db"])
+
+
+@pytest.mark.parametrize("value, where, what", [
+    ({"when": object()}, "value['when']", "type object"),
+    ([1, {2, 3}], "value[1]", "type set"),
+    ({"x": float("nan")}, "value['x']", "NaN"),
+    ({1: "a"}, "value", "dict key 1 of type int"),
+])
+def test_values_that_are_not_json_are_refused_by_name(store, value, where, what):
+    with pytest.raises(StateError) as info:
+        store.save("k", value)
+    err = info.value
+    assert err.code == "not_serializable" and "'k'" in err.message
+    assert where in err.message and what in err.message
+    assert "k" not in store
+
+
+def test_circular_value_is_refused(store):
+    loop: list = []
+    loop.append(loop)
+    with pytest.raises(StateError, match="circular"):
+        store.save("k", loop)
+
+
+def test_tuples_are_stored_as_lists(store):
+    store.save("t", {"pair": (1, 2)})
+    assert store.load("t") == {"pair": [1, 2]}
+
+
+@pytest.mark.parametrize("kind", ["file", "sqlite"])
+def test_persists_across_instances(tmp_path, kind):
+    make = (lambda: StateStore(tmp_path / "s")) if kind == "file" else (lambda: SQLiteStateStore(tmp_path / "s.db"))
+    make().save("progress", VALUE)
+    assert make().load("progress") == VALUE
+    assert make().keys() == ["progress"]
+
+
+def test_nothing_is_created_until_the_first_write(tmp_path):
+    fs, db = StateStore(tmp_path / "s"), SQLiteStateStore(tmp_path / "sub" / "s.db")
+    for s in (fs, db):
+        assert s.load("x") is None and s.keys() == [] and "x" not in s
+        s.clear()
+        s.clear("x")
+    assert list(tmp_path.iterdir()) == []
+    fs.save("x", 1)
+    db.save("x", 1)
+    assert (tmp_path / "s" / "x.json").exists() and (tmp_path / "sub" / "s.db").exists()
+
+
+def test_failed_write_keeps_old_value_and_leaves_no_temp_file(tmp_path, monkeypatch):
+    store = StateStore(tmp_path)
+    store.save("k", {"v": "old"})
+
+    def crash(src, dst):
+        raise OSError("simulated crash before the rename")
+    monkeypatch.setattr(os, "replace", crash)
+    with pytest.raises(OSError):
+        store.save("k", {"v": "new"})
+    monkeypatch.undo()
+    assert store.load("k") == {"v": "old"}
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["k.json"]
+
+
+CRASH = """
+import resource, signal, sys
+sys.path.insert(0, {root!r})
+from agentlab.state import StateStore
+from agentlab.naive.state import NaiveStateStore
+signal.signal(signal.SIGXFSZ, signal.SIG_DFL)  # exceeding the limit kills the process mid-write
+resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))
+store = {cls}({dir!r})
+store.save("notes", {{"text": "new " * 5000}})
+"""
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="RLIMIT_FSIZE is POSIX")
+@pytest.mark.parametrize("cls, survives", [("StateStore", True), ("NaiveStateStore", False)])
+def test_process_killed_mid_write(tmp_path, cls, survives):
+    old = {"text": "old value"}
+    (StateStore if survives else NaiveStateStore)(tmp_path).save("notes", old)
+    proc = subprocess.run([sys.executable, "-c", CRASH.format(root=str(ROOT), cls=cls, dir=str(tmp_path))],
+                          capture_output=True)
+    assert proc.returncode != 0, proc.stderr  # killed by SIGXFSZ part-way through the write
+    text = (tmp_path / "notes.json").read_text()
+    if survives:
+        assert StateStore(tmp_path).load("notes") == old and StateStore(tmp_path).keys() == ["notes"]
+    else:
+        assert len(text) == 4096
+        with pytest.raises(json.JSONDecodeError):
+            json.loads(text)
+
+
+def test_corrupt_file_raises_state_corrupt_naming_the_file(tmp_path):
+    (tmp_path / "broken.json").write_text('{"half": ')
+    with pytest.raises(StateError) as info:
+        StateStore(tmp_path).load("broken")
+    assert info.value.code == "state_corrupt" and "broken.json" in info.value.message
+
+
+def test_naive_store_key_escapes_its_directory(tmp_path):
+    NaiveStateStore(tmp_path / "store").save("../escaped", {"x": 1})
+    assert (tmp_path / "escaped.json").exists()
+    with pytest.raises(StateError):
+        StateStore(tmp_path / "store").save("../escaped", {"x": 1})
+
+
+def test_sqlite_store_is_thread_safe(tmp_path):
+    store = SQLiteStateStore(tmp_path / "s.db")
+    errors = []
+
+    def work(n):
+        try:
+            for i in range(25):
+                store.save(f"t{n}_{i}", {"n": n, "i": i})
+                assert store.load(f"t{n}_{i}") == {"n": n, "i": i}
+        except Exception as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+    threads = [threading.Thread(target=work, args=(n,)) for n in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == [] and len(store.keys()) == 150
+    store.close()
+    assert SQLiteStateStore(tmp_path / "s.db").load("t5_24") == {"n": 5, "i": 24}
