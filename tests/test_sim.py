@@ -398,3 +398,44 @@ def test_slow_reply_beyond_client_timeout_times_out():
     with pytest.raises(openai.APITimeoutError):
         create(s.client(timeout=0.2))
     assert s.requests[0]["status"] == 0 and s.requests[0]["error"]["type"] == "timeout"
+
+
+# ------------------------------------------------------------------ serve()
+
+def test_serve_create_and_stream_with_plain_openai_client():
+    s = Simulator(PARALLEL)
+    with s.serve() as url:
+        assert url.startswith("http://127.0.0.1:") and url.endswith("/v1")
+        with openai.OpenAI(base_url=url, api_key="x") as client:
+            r1 = create(client)
+            got, chunks = collect(create(client, stream=True,
+                                         stream_options={"include_usage": True}))
+            r2 = create(client, answered(r1))
+    assert {k: got[k] for k in ("content", "calls", "finish")} == flat(r1)
+    assert got["usage"] == r1.usage and len(chunks) > 5
+    assert r2.choices[0].message.content.startswith("Agents loop")
+    assert [r["stream"] for r in s.requests] == [False, True, False]
+
+
+def test_serve_errors_and_timeout():
+    s = Simulator([text("ok")], faults=[("rate_limit", {"retry_after": 2}), "timeout"])
+    with s.serve() as url:
+        with openai.OpenAI(base_url=url, api_key="x", max_retries=0, timeout=0.5) as client:
+            with pytest.raises(openai.RateLimitError) as info:
+                create(client)
+            assert info.value.response.headers["retry-after"] == "2"
+            with pytest.raises(openai.APITimeoutError):
+                create(client)
+            assert create(client).choices[0].message.content == "ok"
+            with pytest.raises(openai.BadRequestError):
+                create(client, [])
+
+
+def test_serve_streams_chunks_as_they_are_made():
+    import time
+    lat = sim.Latency(first_token_ms=0, tokens_per_second=100, jitter=0.0)
+    s = Simulator([text("word " * 30)], latency=lat)
+    with s.serve() as url, openai.OpenAI(base_url=url, api_key="x") as client:
+        t = time.perf_counter()
+        arrivals = [time.perf_counter() - t for _ in create(client, stream=True)]
+    assert arrivals[-1] > 0.25 and arrivals[1] < arrivals[-1] / 2
