@@ -6,3 +6,5 @@ never at ``import agentlab``.
 """
 # Chapter plot modules are appended below.
 from .llm import *  # noqa: F401,F403
+from .timeouts import *  # noqa: F401,F403
+from .dag import *  # noqa: F401,F403
