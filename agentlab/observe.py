@@ -1,0 +1,702 @@
+"""Observability for one agent run: nested spans, token and cost accounting, exports.
+
+Taught in ``notebooks/12_observability.ipynb`` (article section 10).
+
+``AgentObserver`` records what a run did as *spans* (run > turn > llm call / tool call, each
+with ids, parent, timings, status and attributes), *records* of every LLM and tool call, free
+*metrics* and *events*. From them it builds a ``RunReport`` and exports JSON, Prometheus text
+and OpenTelemetry spans.
+
+What the article's observer got wrong and this one does not:
+
+- ``start_span`` really stores the span (the article's never appended it, so ``end_span`` found
+  nothing and every trace was empty); parents come from a per-observer ``ContextVar``, so nesting
+  is right per thread and per asyncio task;
+- prices come from ``data/pricing.json``; a model with no price gives ``cost_usd=None`` and a
+  ``PricingWarning``, never another model's price;
+- durations use ``time.perf_counter`` (anchored once to the wall clock for timestamps);
+- percentiles (p50/p95/p99) interpolate like ``numpy.percentile``;
+- Prometheus output is valid text format (sanitised names, ``HELP``/``TYPE``, escaped labels);
+- everything is per instance: one observer per run, nothing accumulates across runs.
+
+Attribute names follow the OpenTelemetry GenAI semantic conventions where one exists
+(``gen_ai.operation.name``, ``gen_ai.request.model``, ``gen_ai.usage.input_tokens``,
+``gen_ai.usage.output_tokens``, ``gen_ai.tool.name``, ``gen_ai.tool.call.id``, ``error.type``);
+agentlab's own are prefixed ``agentlab.`` (``agentlab.turn``, ``agentlab.cost_usd``).
+
+Integration contract for ``AgentRuntime`` (the runtime owns the wiring):
+
+1. ``with obs.span("run", task=...):`` around the whole run, ``with obs.span("turn", turn=n):``
+   around each turn (an exception inside marks the span ``error`` and propagates).
+2. After each model call: ``obs.record_llm_call(model=llm.model, prompt_tokens=..,
+   completion_tokens=.., duration_ms=.., turn=n, error_code=None)``; after each tool result:
+   ``obs.record_tool_call(name, result.duration_ms, result.success, result.error_code, turn=n,
+   tool_call_id=call.id)``. Each creates a child span of the current span, ending now and
+   lasting ``duration_ms`` (pass ``start_perf=time.perf_counter()`` taken before a parallel batch
+   to place it exactly). Call them from the thread that holds the turn span (worker threads do
+   not inherit it; or pass ``parent=span``).
+3. At the end: ``obs.finish(result.stopped_reason)``; then ``generate_report()``/exports.
+"""
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import dataclasses
+import functools
+import io
+import json
+import math
+import random
+import re
+import sys
+import threading
+import time
+import warnings
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Iterator, TextIO
+
+from .errors import AgentError, ConfigError
+
+__all__ = [
+    "Span", "MetricPoint", "LLMCallRecord", "ToolCallRecord", "RunReport", "AgentObserver",
+    "PricingWarning", "load_pricing", "percentile", "PRICING_PATH",
+]
+
+#: The bundled price table (USD per 1M tokens); provenance in ``data/pricing.md``.
+PRICING_PATH = Path(__file__).resolve().parent.parent / "data" / "pricing.json"
+#: Short keyword names accepted by ``span(**attributes)`` and the attribute each one becomes.
+ATTRIBUTE_ALIASES = {"model": "gen_ai.request.model", "tool": "gen_ai.tool.name",
+                     "turn": "agentlab.turn", "error_code": "error.type",
+                     "tool_call_id": "gen_ai.tool.call.id"}
+
+
+class PricingWarning(UserWarning):
+    """A model has no price in the table, so the run's cost is unknown."""
+
+
+# ---------------------------------------------------------------- prices and statistics
+@functools.lru_cache(maxsize=8)
+def _read_pricing(path: str) -> dict[str, dict[str, float]]:
+    doc = json.loads(Path(path).read_text(encoding="utf-8"))
+    return doc["models"]
+
+
+def load_pricing(pricing: Any = None) -> dict[str, dict[str, float]]:
+    """``{model: {"input": usd_per_1m, "output": usd_per_1m}}`` from the table, a dict or a file."""
+    if pricing is None:
+        return dict(_read_pricing(str(PRICING_PATH)))
+    if isinstance(pricing, (str, Path)):
+        return dict(_read_pricing(str(pricing)))
+    table = pricing.get("models", pricing)
+    for name, p in table.items():
+        if not (isinstance(p, dict) and {"input", "output"} <= set(p)):
+            raise ConfigError("invalid_config", f"price of {name!r} must be a dict with 'input' "
+                              "and 'output' in USD per 1M tokens")
+    return dict(table)
+
+
+def percentile(values: list[float], q: float) -> float | None:
+    """The q-th percentile with linear interpolation (same as ``numpy.percentile``); None if empty."""
+    if not values:
+        return None
+    xs = sorted(values)
+    pos = (len(xs) - 1) * q / 100.0
+    lo = math.floor(pos)
+    hi = min(lo + 1, len(xs) - 1)
+    return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
+
+
+def _latency_stats(values: list[float]) -> dict[str, float]:
+    return {"count": len(values), "mean": sum(values) / len(values), "p50": percentile(values, 50),
+            "p95": percentile(values, 95), "p99": percentile(values, 99), "max": max(values)}
+
+
+# ---------------------------------------------------------------- records
+@dataclass
+class Span:
+    """One timed operation. Times: ``start_time``/``end_time`` wall clock (epoch seconds),
+    ``start_offset_ms``/``duration_ms`` from ``perf_counter`` relative to the observer's start."""
+
+    name: str
+    trace_id: str
+    span_id: str
+    parent_id: str | None = None
+    start_time: float = 0.0
+    end_time: float | None = None
+    start_offset_ms: float = 0.0
+    duration_ms: float | None = None
+    status: str = "unset"  # unset -> ok | error
+    status_message: str = ""
+    attributes: dict[str, Any] = field(default_factory=dict)
+    events: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def ended(self) -> bool:
+        return self.end_time is not None
+
+    @property
+    def kind(self) -> str:
+        """``llm``, ``tool`` or the span's name (``run``, ``turn``, ...), for plots."""
+        op = self.attributes.get("gen_ai.operation.name")
+        return {"chat": "llm", "execute_tool": "tool"}.get(op, self.name)
+
+    def set_attribute(self, key: str, value: Any) -> None:
+        self.attributes[ATTRIBUTE_ALIASES.get(key, key)] = value
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+@dataclass
+class MetricPoint:
+    """A value recorded with ``record_metric`` (exported as a Prometheus gauge: the latest)."""
+
+    name: str
+    value: float
+    labels: dict[str, str] = field(default_factory=dict)
+    timestamp: float = 0.0
+
+
+@dataclass
+class LLMCallRecord:
+    model: str
+    prompt_tokens: int
+    completion_tokens: int
+    duration_ms: float
+    turn: int | None = None
+    error_code: str | None = None
+    cost_usd: float | None = None
+    span_id: str | None = None
+
+
+@dataclass
+class ToolCallRecord:
+    name: str
+    duration_ms: float
+    success: bool
+    error_code: str | None = None
+    turn: int | None = None
+    tool_call_id: str | None = None
+    span_id: str | None = None
+
+
+@dataclass
+class RunReport:
+    """Summary of one run (``AgentObserver.generate_report``). Latencies in ms."""
+
+    run_id: str
+    model: str
+    final_status: str
+    started_at: str
+    duration_ms: float
+    turns: int
+    llm_calls: int
+    llm_errors: int
+    total_prompt_tokens: int
+    total_completion_tokens: int
+    total_tokens: int
+    cost_usd: float | None
+    unpriced_models: list[str]
+    tool_calls: int
+    tools_called: dict[str, int]
+    tool_failures: dict[str, int]
+    tool_success_rate: float | None
+    tool_latency_ms: dict[str, dict[str, float]]
+    llm_latency_ms: dict[str, float]
+    errors: dict[str, int]
+    spans: int
+    events: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+# ---------------------------------------------------------------- the observer
+class AgentObserver:
+    """Records spans, calls, metrics and events of ONE run (make a new one per run).
+
+    Args:
+        run_id: the run this observer belongs to (label of every export).
+        model: the default model of ``record_llm_call``.
+        pricing: ``None`` (``data/pricing.json``), a dict ``{model: {"input", "output"}}`` in USD
+            per 1M tokens, or a path to a JSON file of the same shape.
+        seed: makes trace and span ids reproducible (for notebooks and tests).
+    """
+
+    def __init__(self, run_id: str, model: str = "gpt-4o", pricing: Any = None, *,
+                 seed: int | None = None) -> None:
+        self.run_id = str(run_id)
+        self.model = model
+        self.pricing = load_pricing(pricing)
+        self._rng = random.Random(seed) if seed is not None else random.SystemRandom()
+        self.trace_id = self._new_id(16)
+        self.spans: list[Span] = []
+        self.metrics: list[MetricPoint] = []
+        self.events: list[dict[str, Any]] = []
+        self.llm_calls: list[LLMCallRecord] = []
+        self.tool_calls: list[ToolCallRecord] = []
+        self.final_status: str | None = None
+        self._t0 = time.perf_counter()
+        self._wall0 = time.time()
+        self._t_end: float | None = None
+        self._frozen_duration_ms: float | None = None
+        self._current: contextvars.ContextVar[Span | None] = contextvars.ContextVar(
+            f"agentlab_current_span_{id(self)}", default=None)
+        self._lock = threading.Lock()
+        self._warned: set[str] = set()
+
+    # -- ids and clocks
+    def _new_id(self, nbytes: int) -> str:
+        return f"{self._rng.getrandbits(nbytes * 8):0{nbytes * 2}x}"
+
+    def _offset_ms(self, perf: float) -> float:
+        return (perf - self._t0) * 1000.0
+
+    def _wall(self, perf: float) -> float:
+        return self._wall0 + (perf - self._t0)
+
+    # -- metrics and events
+    def record_metric(self, name: str, value: float, **labels: Any) -> None:
+        """A free-form measurement, e.g. ``record_metric("queue_depth", 3, tool="search")``."""
+        point = MetricPoint(name, float(value), {k: str(v) for k, v in labels.items()}, time.time())
+        with self._lock:
+            self.metrics.append(point)
+
+    def record_event(self, name: str, **attrs: Any) -> None:
+        """A point in time (``turn_start``, ``compression``...); also added to the current span."""
+        now = time.perf_counter()
+        event = {"name": name, "time": self._wall(now), "offset_ms": self._offset_ms(now),
+                 "attributes": attrs}
+        with self._lock:
+            self.events.append(event)
+        current = self._current.get()
+        if current is not None:
+            current.events.append(event)
+
+    # -- spans
+    def current_span(self) -> Span | None:
+        """The innermost open span of this thread / task, if any."""
+        return self._current.get()
+
+    def start_span(self, name: str, *, parent: Span | None = None, **attributes: Any) -> Span:
+        """Open a span (child of ``parent`` or of the current span), store it, make it current."""
+        now = time.perf_counter()
+        parent = parent if parent is not None else self._current.get()
+        span = Span(name=name, trace_id=self.trace_id, span_id=self._new_id(8),
+                    parent_id=parent.span_id if parent else None, start_time=self._wall(now),
+                    start_offset_ms=self._offset_ms(now),
+                    attributes={ATTRIBUTE_ALIASES.get(k, k): v for k, v in attributes.items()})
+        span._perf = now  # type: ignore[attr-defined]
+        span._parent = parent  # type: ignore[attr-defined]
+        span._token = self._current.set(span)  # type: ignore[attr-defined]
+        with self._lock:
+            self.spans.append(span)  # stored now: an unfinished span is still visible
+        return span
+
+    def end_span(self, span: Span, status: str = "ok", status_message: str = "",
+                 **attributes: Any) -> Span:
+        """Close a span with ``ok`` or ``error``; restores its parent as the current span."""
+        if span.ended:
+            return span
+        now = time.perf_counter()
+        status = status.lower()
+        if status not in ("ok", "error", "unset"):
+            raise ValueError(f"status must be 'ok' or 'error', not {status!r}")
+        for k, v in attributes.items():
+            span.set_attribute(k, v)
+        span.end_time = self._wall(now)
+        span.duration_ms = (now - span._perf) * 1000.0  # type: ignore[attr-defined]
+        span.status, span.status_message = status, status_message
+        if self._current.get() is span:
+            try:
+                self._current.reset(span._token)  # type: ignore[attr-defined]
+            except ValueError:  # ended in another context: fall back to the parent
+                self._current.set(span._parent)  # type: ignore[attr-defined]
+        return span
+
+    @contextlib.contextmanager
+    def span(self, name: str, **attributes: Any) -> Iterator[Span]:
+        """``with obs.span("turn", turn=3) as s:`` -- nested spans get this one as parent.
+
+        An exception inside marks the span ``error`` (with ``error.type``) and propagates.
+        """
+        span = self.start_span(name, **attributes)
+        try:
+            yield span
+        except BaseException as exc:
+            code = exc.code if isinstance(exc, AgentError) else type(exc).__name__
+            self.end_span(span, "error", str(exc), **{"error.type": code})
+            raise
+        else:
+            self.end_span(span, "error" if span.status == "error" else "ok", span.status_message)
+
+    def _child_span(self, name: str, duration_ms: float, start_perf: float | None,
+                    parent: Span | None, attributes: dict[str, Any], error: str | None) -> Span:
+        """A span for something that already happened (it lasted ``duration_ms``, ended now)."""
+        parent = parent if parent is not None else self._current.get()
+        end = time.perf_counter() if start_perf is None else start_perf + duration_ms / 1000.0
+        start = end - duration_ms / 1000.0
+        span = Span(name=name, trace_id=self.trace_id, span_id=self._new_id(8),
+                    parent_id=parent.span_id if parent else None, start_time=self._wall(start),
+                    end_time=self._wall(end), start_offset_ms=self._offset_ms(start),
+                    duration_ms=float(duration_ms), status="error" if error else "ok",
+                    status_message=error or "", attributes=attributes)
+        with self._lock:
+            self.spans.append(span)
+        return span
+
+    # -- calls
+    def price(self, model: str) -> dict[str, float] | None:
+        """The model's price per 1M tokens, or None (with one ``PricingWarning`` per model)."""
+        price = self.pricing.get(model)
+        if price is None and model not in self._warned:
+            self._warned.add(model)
+            warnings.warn(f"no price for model {model!r} in the pricing table; cost is unknown "
+                          f"(add it to data/pricing.json or pass pricing=)", PricingWarning,
+                          stacklevel=3)
+        return price
+
+    def record_llm_call(self, *, model: str | None = None, prompt_tokens: int = 0,
+                        completion_tokens: int = 0, duration_ms: float = 0.0,
+                        turn: int | None = None, error_code: str | None = None,
+                        start_perf: float | None = None, parent: Span | None = None,
+                        **attributes: Any) -> Span:
+        """Record one model call (its tokens, latency, cost) as a child span of the current one."""
+        model = model or self.model
+        price = self.price(model)
+        cost = None if price is None else (prompt_tokens * price["input"]
+                                           + completion_tokens * price["output"]) / 1e6
+        attrs = {"gen_ai.operation.name": "chat", "gen_ai.request.model": model,
+                 "gen_ai.usage.input_tokens": int(prompt_tokens),
+                 "gen_ai.usage.output_tokens": int(completion_tokens)}
+        if turn is not None:
+            attrs["agentlab.turn"] = turn
+        if cost is not None:
+            attrs["agentlab.cost_usd"] = cost
+        if error_code:
+            attrs["error.type"] = error_code
+        attrs.update({ATTRIBUTE_ALIASES.get(k, k): v for k, v in attributes.items()})
+        span = self._child_span(f"chat {model}", duration_ms, start_perf, parent, attrs, error_code)
+        with self._lock:
+            self.llm_calls.append(LLMCallRecord(model, int(prompt_tokens), int(completion_tokens),
+                                                float(duration_ms), turn, error_code, cost,
+                                                span.span_id))
+        return span
+
+    def record_tool_call(self, name: str, duration_ms: float, success: bool = True,
+                         error_code: str | None = None, turn: int | None = None, *,
+                         tool_call_id: str | None = None, start_perf: float | None = None,
+                         parent: Span | None = None, **attributes: Any) -> Span:
+        """Record one tool execution as a child span of the current one."""
+        error = (error_code or "tool_failed") if not success else None
+        attrs: dict[str, Any] = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": name,
+                                 "agentlab.success": bool(success)}
+        if tool_call_id is not None:
+            attrs["gen_ai.tool.call.id"] = tool_call_id
+        if turn is not None:
+            attrs["agentlab.turn"] = turn
+        if error:
+            attrs["error.type"] = error
+        attrs.update({ATTRIBUTE_ALIASES.get(k, k): v for k, v in attributes.items()})
+        span = self._child_span(f"execute_tool {name}", duration_ms, start_perf, parent, attrs,
+                                error)
+        with self._lock:
+            self.tool_calls.append(ToolCallRecord(name, float(duration_ms), bool(success),
+                                                  error, turn, tool_call_id, span.span_id))
+        return span
+
+    def finish(self, final_status: str = "completed") -> None:
+        """Mark the run over (e.g. with ``AgentResult.stopped_reason``); freezes its duration."""
+        self.final_status = final_status
+        self._t_end = time.perf_counter()
+
+    # -- derived views
+    def tool_latencies(self) -> dict[str, list[float]]:
+        """``{tool name: [duration_ms, ...]}`` in call order."""
+        out: dict[str, list[float]] = {}
+        for t in self.tool_calls:
+            out.setdefault(t.name, []).append(t.duration_ms)
+        return out
+
+    def per_turn(self) -> list[dict[str, Any]]:
+        """Tokens, cost and calls per turn (calls recorded without a turn are left out)."""
+        rows: dict[int, dict[str, Any]] = {}
+        for c in self.llm_calls:
+            if c.turn is None:
+                continue
+            r = rows.setdefault(c.turn, {"turn": c.turn, "prompt_tokens": 0, "completion_tokens": 0,
+                                         "cost_usd": 0.0, "llm_calls": 0, "tool_calls": 0})
+            r["prompt_tokens"] += c.prompt_tokens
+            r["completion_tokens"] += c.completion_tokens
+            r["llm_calls"] += 1
+            r["cost_usd"] = None if r["cost_usd"] is None or c.cost_usd is None \
+                else r["cost_usd"] + c.cost_usd
+        for t in self.tool_calls:
+            if t.turn is not None and t.turn in rows:
+                rows[t.turn]["tool_calls"] += 1
+        return [rows[k] for k in sorted(rows)]
+
+    def _turn_count(self) -> int:
+        turns = {s.attributes.get("agentlab.turn", s.span_id) for s in self.spans if s.name == "turn"}
+        turns |= {c.turn for c in self.llm_calls if c.turn is not None}
+        turns |= {t.turn for t in self.tool_calls if t.turn is not None}
+        return len(turns) or sum(1 for e in self.events if e["name"] == "turn_start")
+
+    def duration_ms(self) -> float:
+        if self._frozen_duration_ms is not None:
+            return self._frozen_duration_ms
+        return ((self._t_end or time.perf_counter()) - self._t0) * 1000.0
+
+    def generate_report(self) -> RunReport:
+        """Summarise the run: tokens, cost, tool counts, success rate, latency percentiles."""
+        llm, tools = list(self.llm_calls), list(self.tool_calls)
+        unpriced = sorted({c.model for c in llm if c.cost_usd is None})
+        prompt = sum(c.prompt_tokens for c in llm)
+        completion = sum(c.completion_tokens for c in llm)
+        called: dict[str, int] = {}
+        failed: dict[str, int] = {}
+        errors: dict[str, int] = {}
+        for t in tools:
+            called[t.name] = called.get(t.name, 0) + 1
+            if not t.success:
+                failed[t.name] = failed.get(t.name, 0) + 1
+        for code in [c.error_code for c in llm] + [t.error_code for t in tools]:
+            if code:
+                errors[code] = errors.get(code, 0) + 1
+        status = self.final_status or ("running" if any(not s.ended for s in self.spans)
+                                       else "unknown")
+        llm_ms = [c.duration_ms for c in llm]
+        return RunReport(
+            run_id=self.run_id, model=self.model, final_status=status,
+            started_at=datetime.fromtimestamp(self._wall0, timezone.utc).isoformat(),
+            duration_ms=self.duration_ms(), turns=self._turn_count(), llm_calls=len(llm),
+            llm_errors=sum(1 for c in llm if c.error_code), total_prompt_tokens=prompt,
+            total_completion_tokens=completion, total_tokens=prompt + completion,
+            cost_usd=None if unpriced else sum(c.cost_usd or 0.0 for c in llm),
+            unpriced_models=unpriced, tool_calls=len(tools), tools_called=called,
+            tool_failures=failed,
+            tool_success_rate=(sum(t.success for t in tools) / len(tools)) if tools else None,
+            tool_latency_ms={k: _latency_stats(v) for k, v in self.tool_latencies().items()},
+            llm_latency_ms=_latency_stats(llm_ms) if llm_ms else {},
+            errors=errors, spans=len(self.spans), events=len(self.events))
+
+    # -- exports
+    def export_json(self, indent: int | None = 2) -> str:
+        """Everything as JSON: the report, spans, calls, events, metrics (``from_json`` reads it)."""
+        doc = {"format": "agentlab.observe/1", "run_id": self.run_id, "model": self.model,
+               "trace_id": self.trace_id, "started_at": self._wall0,
+               "final_status": self.final_status, "duration_ms": self.duration_ms(),
+               "report": self.generate_report().to_dict(),
+               "spans": [s.to_dict() for s in self.spans],
+               "llm_calls": [dataclasses.asdict(c) for c in self.llm_calls],
+               "tool_calls": [dataclasses.asdict(t) for t in self.tool_calls],
+               "events": self.events, "metrics": [dataclasses.asdict(m) for m in self.metrics]}
+        return json.dumps(doc, ensure_ascii=False, indent=indent, default=str)
+
+    @classmethod
+    def from_json(cls, text: str, pricing: Any = None) -> "AgentObserver":
+        """Rebuild an observer from ``export_json`` output (for plots and reports after the fact)."""
+        doc = json.loads(text)
+        obs = cls(doc["run_id"], doc["model"], pricing)
+        obs.trace_id, obs._wall0 = doc["trace_id"], doc["started_at"]
+        obs.final_status, obs._frozen_duration_ms = doc["final_status"], doc["duration_ms"]
+        obs.spans = [Span(**s) for s in doc["spans"]]
+        obs.llm_calls = [LLMCallRecord(**c) for c in doc["llm_calls"]]
+        obs.tool_calls = [ToolCallRecord(**t) for t in doc["tool_calls"]]
+        obs.events, obs.metrics = doc["events"], [MetricPoint(**m) for m in doc["metrics"]]
+        return obs
+
+    def export_prometheus_metrics(self) -> str:
+        """The run's metrics in Prometheus text exposition format (version 0.0.4)."""
+        fams: list[tuple[str, str, str, list[tuple[str, dict, float]]]] = []
+
+        def family(name: str, kind: str, help_: str, samples: list[tuple[str, dict, float]]):
+            if samples:
+                fams.append((name, kind, help_, samples))
+
+        llm_calls: dict[tuple, float] = {}
+        tokens: dict[tuple, float] = {}
+        cost: dict[str, float] = {}
+        for c in self.llm_calls:
+            key = (c.model, "error" if c.error_code else "ok")
+            llm_calls[key] = llm_calls.get(key, 0) + 1
+            for typ, n in (("input", c.prompt_tokens), ("output", c.completion_tokens)):
+                tokens[(c.model, typ)] = tokens.get((c.model, typ), 0) + n
+            if c.cost_usd is not None:
+                cost[c.model] = cost.get(c.model, 0.0) + c.cost_usd
+        family("agentlab_run_info", "gauge", "Run identity (value is always 1).",
+               [("", {"run_id": self.run_id, "model": self.model,
+                      "status": self.final_status or "running"}, 1)])
+        family("agentlab_run_duration_seconds", "gauge", "Wall time of the run so far.",
+               [("", {}, self.duration_ms() / 1000.0)])
+        family("agentlab_run_turns", "gauge", "Turns of the run.", [("", {}, self._turn_count())])
+        family("agentlab_llm_calls_total", "counter", "Model calls by model and outcome.",
+               [("", {"model": m, "status": s}, v) for (m, s), v in llm_calls.items()])
+        family("agentlab_llm_tokens_total", "counter", "Tokens by model and direction.",
+               [("", {"model": m, "type": t}, v) for (m, t), v in tokens.items()])
+        family("agentlab_llm_cost_usd_total", "counter", "Estimated cost in USD of priced models.",
+               [("", {"model": m}, v) for m, v in cost.items()])
+        tool_calls: dict[tuple, float] = {}
+        for t in self.tool_calls:
+            key = (t.name, "success" if t.success else "failure")
+            tool_calls[key] = tool_calls.get(key, 0) + 1
+        family("agentlab_tool_calls_total", "counter", "Tool executions by tool and outcome.",
+               [("", {"tool": n, "status": s}, v) for (n, s), v in tool_calls.items()])
+        errs: dict[tuple, float] = {}
+        for t in self.tool_calls:
+            if t.error_code:
+                errs[(t.name, t.error_code)] = errs.get((t.name, t.error_code), 0) + 1
+        family("agentlab_tool_errors_total", "counter", "Failed tool executions by error code.",
+               [("", {"tool": n, "error_code": e}, v) for (n, e), v in errs.items()])
+        for fam, help_, groups in (
+                ("agentlab_tool_duration_seconds", "Tool latency.",
+                 {("tool", k): v for k, v in self.tool_latencies().items()}),
+                ("agentlab_llm_duration_seconds", "Model call latency.",
+                 _group([(("model", c.model), c.duration_ms) for c in self.llm_calls]))):
+            samples = []
+            for (label, key), ms in groups.items():
+                secs = [x / 1000.0 for x in ms]
+                for q, pct in (("0.5", 50), ("0.95", 95), ("0.99", 99)):
+                    samples.append(("", {label: key, "quantile": q}, percentile(secs, pct)))
+                samples.append(("_sum", {label: key}, sum(secs)))
+                samples.append(("_count", {label: key}, len(secs)))
+            family(fam, "summary", help_, samples)
+        latest: dict[str, dict[tuple, float]] = {}
+        for m in self.metrics:
+            name = _metric_name(m.name)
+            latest.setdefault(name, {})[tuple(sorted(m.labels.items()))] = m.value
+        for name, series in latest.items():
+            family(name, "gauge", "Recorded with AgentObserver.record_metric (latest value).",
+                   [("", dict(labels), v) for labels, v in series.items()])
+        lines = []
+        for name, kind, help_, samples in fams:
+            lines.append(f"# HELP {name} {_escape_help(help_)}")
+            lines.append(f"# TYPE {name} {kind}")
+            for suffix, labels, value in samples:
+                lab = ",".join(f'{_label_name(k)}="{_escape_label(v)}"' for k, v in labels.items())
+                lines.append(f"{name}{suffix}{'{' + lab + '}' if lab else ''} {_num(value)}")
+        return "\n".join(lines) + "\n"
+
+    def print_summary(self, file: TextIO | None = None) -> None:
+        """A plain-text summary that reads the same in a terminal and a notebook."""
+        r = self.generate_report()
+        out = file if file is not None else sys.stdout
+        cost = "unknown (no price for " + ", ".join(r.unpriced_models) + ")" \
+            if r.cost_usd is None else f"${r.cost_usd:.4f}"
+        rate = "-" if r.tool_success_rate is None else f"{r.tool_success_rate:.0%}"
+        lines = [f"Agent run {r.run_id}  model {r.model}  status {r.final_status}",
+                 f"  duration   {r.duration_ms:.1f} ms over {r.turns} turns, {r.llm_calls} model calls"
+                 f" ({r.llm_errors} failed)",
+                 f"  tokens     {r.total_prompt_tokens:,} in + {r.total_completion_tokens:,} out"
+                 f" = {r.total_tokens:,}",
+                 f"  cost       {cost}",
+                 f"  tools      {r.tool_calls} calls, {rate} succeeded"]
+        if r.tool_latency_ms:
+            shown = {k: k if k.isprintable() else repr(k) for k in r.tool_latency_ms}
+            width = max(len("tool"), *(len(v) for v in shown.values()))
+            lines.append(f"    {'tool':<{width}}  calls  failed  {'p50':>10}  {'p95':>10}")
+            for name, st in r.tool_latency_ms.items():
+                lines.append(f"    {shown[name]:<{width}}  {st['count']:>5}  {r.tool_failures.get(name, 0):>6}"
+                             f"  {st['p50']:>7.1f} ms  {st['p95']:>7.1f} ms")
+        if r.errors:
+            lines.append("  errors     " + ", ".join(f"{k} x{v}" for k, v in r.errors.items()))
+        print("\n".join(lines), file=out)
+
+    def summary_text(self) -> str:
+        """``print_summary`` as a string."""
+        buf = io.StringIO()
+        self.print_summary(buf)
+        return buf.getvalue()
+
+    def export_otel(self, tracer_provider: Any = None) -> list[Any]:
+        """Replay the spans through the OpenTelemetry SDK; returns the OTel spans, parents first.
+
+        ``tracer_provider``: an ``opentelemetry.sdk.trace.TracerProvider`` (e.g. with an
+        ``InMemorySpanExporter`` or an OTLP exporter); the global provider when omitted.
+        Needs ``pip install 'agentlab[otel]'`` (``opentelemetry-sdk``).
+        """
+        try:
+            from opentelemetry import context as otel_context
+            from opentelemetry import trace
+            from opentelemetry.trace import Status, StatusCode
+            import opentelemetry.sdk.trace  # noqa: F401  (the SDK must be there, not only the API)
+        except ImportError:
+            raise ConfigError("otel_not_installed", "export_otel needs the OpenTelemetry SDK: "
+                              "pip install 'agentlab[otel]' (or opentelemetry-sdk)") from None
+        provider = tracer_provider or trace.get_tracer_provider()
+        tracer = provider.get_tracer("agentlab.observe")
+        by_id: dict[str, Any] = {}
+        exported = []
+        now = time.time()
+        for s in sorted(self.spans, key=lambda s: s.start_offset_ms):
+            parent = by_id.get(s.parent_id) if s.parent_id else None
+            ctx = trace.set_span_in_context(parent) if parent is not None else otel_context.Context()
+            attrs = {k: _otel_value(v) for k, v in s.attributes.items() if v is not None}
+            attrs.update({"agentlab.run_id": self.run_id, "agentlab.span_id": s.span_id})
+            o = tracer.start_span(s.name, context=ctx, attributes=attrs,
+                                  start_time=int(s.start_time * 1e9))
+            for e in s.events:
+                o.add_event(e["name"], {k: _otel_value(v) for k, v in e["attributes"].items()},
+                            timestamp=int(e["time"] * 1e9))
+            if s.status == "ok":
+                o.set_status(Status(StatusCode.OK))
+            elif s.status == "error":
+                o.set_status(Status(StatusCode.ERROR, s.status_message or None))
+            by_id[s.span_id] = o
+            exported.append(o)
+        for s, o in zip(sorted(self.spans, key=lambda s: s.start_offset_ms), exported):
+            o.end(end_time=int((s.end_time if s.end_time is not None else now) * 1e9))
+        return exported
+
+    def __repr__(self) -> str:
+        return (f"AgentObserver(run_id={self.run_id!r}, spans={len(self.spans)}, "
+                f"llm_calls={len(self.llm_calls)}, tool_calls={len(self.tool_calls)})")
+
+
+# ---------------------------------------------------------------- text-format helpers
+def _group(pairs: list[tuple[tuple[str, str], float]]) -> dict[tuple[str, str], list[float]]:
+    out: dict[tuple[str, str], list[float]] = {}
+    for key, v in pairs:
+        out.setdefault(key, []).append(v)
+    return out
+
+
+def _metric_name(name: str) -> str:
+    """A valid Prometheus metric name: ``[a-zA-Z_:][a-zA-Z0-9_:]*``, prefixed ``agentlab_``."""
+    clean = re.sub(r"[^a-zA-Z0-9_]", "_", name).strip("_") or "metric"
+    return clean if clean.startswith("agentlab_") else f"agentlab_{clean}"
+
+
+def _label_name(name: str) -> str:
+    clean = re.sub(r"[^a-zA-Z0-9_]", "_", str(name))
+    if clean.startswith("__"):  # reserved for Prometheus itself
+        clean = clean.lstrip("_")
+    if not clean or clean[0].isdigit():
+        clean = "l_" + clean
+    return clean
+
+
+def _escape_label(value: Any) -> str:
+    return str(value).replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
+
+
+def _escape_help(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("\n", "\\n")
+
+
+def _num(value: float | None) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "NaN"
+    if isinstance(value, float) and math.isinf(value):
+        return "+Inf" if value > 0 else "-Inf"
+    return repr(int(value)) if float(value).is_integer() and abs(value) < 2**53 else repr(float(value))
+
+
+def _otel_value(v: Any) -> Any:
+    if isinstance(v, (str, bool, int, float)):
+        return v
+    if isinstance(v, (list, tuple)) and all(isinstance(x, str) for x in v):
+        return list(v)
+    return json.dumps(v, default=str)
