@@ -8,37 +8,12 @@ import time
 import pytest
 
 import agentlab.messages as messages_mod
-from agentlab.errors import ConfigError
+from agentlab import sim
+from agentlab.errors import ConfigError, ProviderError
 from agentlab.messages import MessageManager, synthetic_history
 from agentlab.naive.messages import NaiveMessageManager
+from agentlab.sim import SimulatorHTTPError, check_request
 from agentlab.tokens import count_messages_tokens
-
-try:
-    from agentlab.sim import SimulatorHTTPError, check_request
-except ImportError:  # the simulator is being written in parallel; same rules, minimal version
-    class SimulatorHTTPError(Exception):
-        def __init__(self, message):
-            super().__init__(message)
-            self.status, self.message = 400, message
-
-    def check_request(body):
-        open_ids: set[str] = set()
-        answered: set[str] = set()
-        for i, m in enumerate(body["messages"]):
-            assert m["role"] in ("system", "user", "assistant", "tool", "developer")
-            if m["role"] == "tool":
-                if m.get("tool_call_id") not in open_ids:
-                    raise SimulatorHTTPError(f"messages.[{i}]: messages with role 'tool' must be a "
-                                             "response to a preceeding message with 'tool_calls'.")
-                answered.add(m["tool_call_id"])
-                continue
-            if open_ids - answered:
-                raise SimulatorHTTPError("An assistant message with 'tool_calls' must be followed "
-                                         "by tool messages responding to each 'tool_call_id'.")
-            open_ids = {c["id"] for c in m.get("tool_calls") or []}
-            answered = set()
-        if open_ids - answered:
-            raise SimulatorHTTPError("unanswered tool_calls at the end")
 
 TASK = "Research asyncio and write a short report."
 
@@ -233,6 +208,33 @@ def test_restore_round_trips_get_messages():
     again = MessageManager("sys", max_tokens=3000)
     again.restore(saved)
     assert again.get_messages() == saved
+
+
+def test_compressed_history_is_accepted_by_the_simulator_end_to_end():
+    s = sim.Simulator(sim.Function(lambda msgs, tools: sim.text(f"seen {len(msgs)} messages")))
+    llm = s.llm()
+    mm = MessageManager("You are a researcher.", max_tokens=2500, strategy="summarize", llm=llm)
+    for chunk in turns_of(synthetic_history(60, seed=7, max_parallel=3)):
+        mm.extend(chunk)
+        if chunk[0]["role"] != "assistant" or not chunk[0].get("tool_calls"):
+            assert llm.chat(mm.get_messages()).content.startswith("seen ")
+    assert all(r["status"] == 200 for r in s.requests)
+    summaries = [r for r in mm.compressions if r.strategy == "summarize"]
+    assert len(summaries) >= 2 and "seen 2 messages" in mm.get_messages()[2]["content"]
+
+
+def test_naive_trim_is_rejected_by_the_simulator_with_a_400():
+    llm = sim.Simulator(sim.Function(lambda msgs, tools: sim.text("ok"))).llm(max_retries=0)
+    naive = NaiveMessageManager("sys", max_tokens=2000)
+    errors = []
+    for chunk in turns_of(synthetic_history(40, seed=0)):
+        naive.extend(chunk)
+        try:
+            llm.chat(naive.get_messages())
+        except ProviderError as exc:
+            errors.append(exc)
+    assert errors and errors[0].code == "bad_request" and errors[0].details["status"] == 400
+    assert "role 'tool' must be a response" in errors[0].details["body"]["message"]
 
 
 def test_naive_trim_orphans_a_tool_message():
