@@ -121,9 +121,13 @@ def _fields(tp: Any) -> list[tuple[str, Any, bool, Any]]:
     if _is_typeddict(tp):
         out = []
         for name, hint in hints.items():
+            # __required_keys__ is wrong for string annotations (``from __future__ import
+            # annotations``), so the resolved Required/NotRequired wrapper decides
+            required = name in tp.__required_keys__
             while typing.get_origin(hint) in (typing.Required, typing.NotRequired):
+                required = typing.get_origin(hint) is typing.Required
                 hint = typing.get_args(hint)[0]
-            out.append((name, hint, name in tp.__required_keys__, dataclasses.MISSING))
+            out.append((name, hint, required, dataclasses.MISSING))
         return out
     out = []
     for f in dataclasses.fields(tp):
@@ -425,12 +429,10 @@ def _convert(tp: Any, value: Any, path: str, errors: list[dict], strict: bool = 
                 out = _convert(member, value, path, trials[member], strict=not lax)
                 if not trials[member]:
                     return out
-        # all failed: if one member is clearly what was meant (the only non-null one, or the
-        # only object/array when an object/array was sent), report its nested errors
+        # all failed: if an object/array was sent and exactly one member is an object/array
+        # type, that member was meant; report its nested errors (e.g. "address.city: ...")
         kind = {dict: "object", list: "array"}.get(type(value))
-        meant = [m for m in args if m is not type(None)] if value is not None else []
-        if len(meant) > 1:
-            meant = [m for m in meant if kind is not None and _kind(m) == kind]
+        meant = [m for m in args if kind is not None and _kind(m) == kind]
         if len(meant) == 1:
             errors.extend(trials[meant[0]])
             return None
