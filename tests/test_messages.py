@@ -229,6 +229,8 @@ def test_naive_trim_is_rejected_by_the_simulator_with_a_400():
     errors = []
     for chunk in turns_of(synthetic_history(40, seed=0)):
         naive.extend(chunk)
+        if chunk[0].get("tool_calls"):
+            continue  # its results come next
         try:
             llm.chat(naive.get_messages())
         except ProviderError as exc:
