@@ -253,6 +253,8 @@ class AgentRuntime:
                 yield from self._event(run, "turn_start", turn=run.turns)
                 resp, content = yield from self._call_model(run, tools, stream, turn)
                 if not resp.tool_calls:  # plain text: the model is done (or was cut short)
+                    yield from self._event(run, "turn_end", turn=run.turns, tool_calls=0,
+                                           duration_ms=run.ms() - turn["start_ms"])
                     self._finish_text(run, resp, content)
                 if resp.finish_reason == "incomplete":  # a stream broke after text was shown
                     raise _Stop(RunState.ERROR, "exception: ProviderError", AgentError(
