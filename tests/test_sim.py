@@ -439,3 +439,101 @@ def test_serve_streams_chunks_as_they_are_made():
         t = time.perf_counter()
         arrivals = [time.perf_counter() - t for _ in create(client, stream=True)]
     assert arrivals[-1] > 0.25 and arrivals[1] < arrivals[-1] / 2
+
+
+# ------------------------------------------------------------------ determinism, API, misc
+
+def run_conversation(seed: int) -> list:
+    s = Simulator(seed=seed)  # ToolUser: calls, then text
+    c = s.client()
+    r1 = create(c)
+    r2 = create(c, answered(r1))
+    got, _ = collect(create(c, stream=True))
+    return [r1.model_dump(), r2.model_dump(), got]
+
+
+def test_same_seed_same_ids_and_replies():
+    a, b = run_conversation(7), run_conversation(7)
+    assert a == b
+    other = run_conversation(8)
+    assert other[0]["id"] != a[0]["id"]
+    assert other[0]["choices"][0]["message"]["tool_calls"][0]["id"] != \
+        a[0]["choices"][0]["message"]["tool_calls"][0]["id"]
+
+
+def test_import_is_light():
+    code = ("import sys, threading, agentlab.sim as s; "
+            "heavy = [m for m in ('tiktoken', 'openai', 'httpx2') if m in sys.modules]; "
+            "print(heavy, threading.active_count(), len(s.__all__))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout.split()
+    assert out[:2] == ["[]", "1"]
+
+
+def test_public_names_resolve():
+    for name in sim.__all__:
+        if name != "Researcher":
+            assert getattr(sim, name) is not None
+    with pytest.raises(AttributeError):
+        sim.NoSuchThing  # noqa: B018
+
+
+def test_researcher_is_exported_lazily():
+    pytest.importorskip("agentlab.sim.researcher")
+    assert isinstance(sim.Researcher(), sim.Policy)
+
+
+def test_llm_shortcut_uses_the_simulator():
+    pytest.importorskip("agentlab.llm")
+    s = Simulator([text("hello")])
+    resp = s.llm().chat(USER)
+    assert resp.content == "hello" and resp.usage["total_tokens"] > 0
+    assert len(s.requests) == 1 and s.requests[0]["body"]["model"] == "gpt-4o"
+
+
+def test_concurrent_requests_are_all_logged():
+    from concurrent.futures import ThreadPoolExecutor
+    s = Simulator(faults=sim.FaultPlan([500] * 10))
+    c = s.client()
+
+    def one(_):
+        try:
+            return create(c).choices[0].finish_reason
+        except openai.InternalServerError:
+            return 500
+    with ThreadPoolExecutor(8) as pool:
+        got = list(pool.map(one, range(40)))
+    assert got.count(500) == 10 and got.count("tool_calls") == 30
+    assert len(s.requests) == 40 and sum(r["fault"] == "server_error" for r in s.requests) == 10
+
+
+def test_policy_error_is_a_500_naming_the_bug():
+    def broken(messages, tools):
+        raise KeyError("oops")
+    s = Simulator(broken)
+    with pytest.raises(openai.InternalServerError) as info:
+        create(s.client())
+    assert "KeyError" in info.value.body["message"]
+    assert s.requests[0]["error"]["type"] == "server_error"
+
+
+def test_tool_choice_none_hides_tools_and_bad_json_is_400():
+    c = Simulator().client()
+    r = create(c, tool_choice="none")
+    assert r.choices[0].message.tool_calls is None
+    assert r.choices[0].message.content.startswith("Simulated answer to: Find out")
+    s = Simulator()
+    reply = s.handle("POST", "/v1/chat/completions", b"{not json")
+    assert reply.status == 400 and b"could not parse the JSON body" in reply.body
+
+
+def test_reset_clears_log_and_rewinds_plan():
+    s = Simulator([text("ok")], faults=[429])
+    c = s.client()
+    with pytest.raises(openai.RateLimitError):
+        create(c)
+    create(c)
+    s.reset()
+    assert s.requests == []
+    with pytest.raises(openai.RateLimitError):
+        create(c)

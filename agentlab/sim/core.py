@@ -81,9 +81,22 @@ class Simulator:
         faults: a ``Faults``, a ``FaultPlan`` or a plain list of plan entries.
         seed: makes ids and latency jitter reproducible.
         strict: reject invalid requests with the real API's 400s (``check_request``).
+
+    ``requests`` logs every chat-completions request, in arrival order, as a dict::
+
+        {"body": dict | None,       # the request JSON
+         "status": int,             # 200, 4xx/5xx, or 0 when no response was sent (timeout)
+         "response": dict | None,   # the ChatCompletion (for a stream: what it adds up to)
+         "error": dict | None,      # the "error" object sent (or a note for timeouts)
+         "stream": bool, "fault": str | None,   # e.g. "rate_limit", "timeout", "http_401"
+         "at": float}               # seconds since the simulator was made (or reset)
+
+    Tool-call and completion ids are derived from the seed and the request, so a retried
+    request gets the same ids and two runs with the same seed are identical; ``created`` is a
+    fixed timestamp. ``stall_s``: how long ``serve()`` holds a ``"timeout"`` request.
     """
 
-    stall_s: float = 30.0  # how long serve() stalls a "timeout" request before dropping it
+    stall_s: float = 30.0
 
     def __init__(self, policy: Any = None, *, latency: Latency | None = None,
                  faults: Faults | FaultPlan | list | None = None, seed: int = 0,
@@ -200,18 +213,19 @@ class Simulator:
 
     def _answer(self, entry: dict, body: Any, spec: FaultSpec | None, factor: float,
                 read_timeout: float | None) -> SimReply:
+        model = str(body.get("model") or "gpt-4o") if isinstance(body, dict) else "gpt-4o"
+        # 1. faults that replace the reply altogether
+        if spec is not None and spec.status is not None:
+            status, err, headers = fault_response(spec, model)
+            raise SimulatorHTTPError(status, err, headers)
         if not isinstance(body, dict):
             raise SimulatorHTTPError(400, api_error(
                 "We could not parse the JSON body of your request. (HINT: This likely means you "
                 "aren't using your HTTP library correctly. The OpenAI API expects a JSON "
                 "payload, but what was sent was not valid JSON.)"))
-        model = str(body.get("model") or "gpt-4o")
-        # 1. faults that replace the reply altogether
-        if spec is not None and spec.status is not None:
-            status, err, headers = fault_response(spec, model)
-            raise SimulatorHTTPError(status, err, headers)
-        if spec is not None and spec.kind in ("timeout", "disconnect") or (
-                spec is not None and spec.kind == "truncated_stream" and not entry["stream"]):
+        no_reply = spec is not None and (spec.kind in ("timeout", "disconnect") or (
+            spec.kind == "truncated_stream" and not entry["stream"]))  # no body to cut short
+        if no_reply:
             entry["error"] = {"message": f"simulated {spec.kind}: no response was sent",
                               "type": spec.kind, "param": None, "code": None}
             return SimReply(0, action="timeout" if spec.kind == "timeout" else "disconnect")
@@ -276,6 +290,10 @@ class Simulator:
 
     def _build(self, body: dict, model: str, messages: list, content: str | None,
                calls: list[Call], *, malformed: bool) -> dict:
+        """The ChatCompletion for a policy's reply. ``max_tokens``/``max_completion_tokens``
+        cut text replies (``finish_reason`` ``length``); tool calls are never cut (except by
+        the ``malformed_arguments`` fault). ``completion_tokens`` counts the content plus each
+        call's name and arguments."""
         from agentlab.tokens import count_text_tokens, encoding_for
         # ids depend only on the request (seed, history length, last message): a retried
         # request gets the same ids, and two runs with the same seed are identical
