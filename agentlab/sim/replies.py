@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 from typing import Iterator
 
-__all__ = ["CREATED", "completion", "stream_events", "token_pieces", "sse"]
+__all__ = ["CREATED", "completion", "stream_events", "token_pieces", "sse", "iter_sse"]
 
 #: ``created`` timestamp of every simulated reply (fixed, so runs are reproducible).
 CREATED = 1735689600  # 2025-01-01T00:00:00Z
