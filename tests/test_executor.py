@@ -255,3 +255,12 @@ def test_results_to_messages_and_empty_batches(reg):
         {"role": "tool", "tool_call_id": "a", "content": "slept 0.0"},
         {"role": "tool", "tool_call_id": "b", "content": results[1].result}]
     assert ToolExecutor(reg).execute([]) == [] and ToolExecutor(reg).execute_parallel([]) == []
+
+
+def test_the_naive_executor_waits_for_the_hung_tool(reg):
+    """The pitfall the executor fixes: `with ThreadPoolExecutor` joins the hung thread."""
+    from agentlab.naive.executor import NaiveToolExecutor
+    naive = NaiveToolExecutor(reg, default_timeout=0.1)
+    results, wall = timed(naive.execute_parallel, [call("sleep", "1", seconds=0.6),
+                                                   call("sleep", "2", seconds=0.01)])
+    assert wall >= 0.55 and not results[0].success  # reported as timed out, yet waited for

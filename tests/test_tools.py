@@ -346,3 +346,19 @@ def test_validate_reports_a_rejected_dataclass(reg):
     with pytest.raises(ToolError, match=r"- p: .*ValueError: n must be positive"):
         reg.validate("positive", {"p": {"n": 0}})
     assert reg.validate("positive", {"p": {"n": 2}}) == {"p": Positive(2)}
+
+
+def test_the_naive_registry_fails_the_same_cross_check():
+    """The pydantic cross-check can fail: the article's flat TYPE_MAP does."""
+    from agentlab.naive.tools import NaiveToolRegistry
+    naive = NaiveToolRegistry()
+
+    def f_plain(x: Optional[int] = None, tags: list[str] = [], mode: Literal["a", "b"] = "a"): ...
+    naive.register(f_plain)
+    props = naive.get_all_schemas()[0]["function"]["parameters"]["properties"]
+    assert props == {"x": {"type": "string"}, "tags": {"type": "string"},
+                     "mode": {"type": "string"}}
+    assert _normalize(naive.get_all_schemas()[0]["function"]["parameters"]) != \
+        _normalize(_pydantic_parameters(f_plain))
+    with pytest.raises(NameError):
+        naive.register(f_strings)  # the unresolvable return annotation breaks it

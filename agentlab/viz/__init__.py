@@ -8,3 +8,5 @@ never at ``import agentlab``.
 from .llm import *  # noqa: F401,F403
 from .timeouts import *  # noqa: F401,F403
 from .dag import *  # noqa: F401,F403
+from .executor import *  # noqa: F401,F403
+from .messages import *  # noqa: F401,F403
