@@ -630,7 +630,8 @@ class AgentObserver:
         by_id: dict[str, Any] = {}
         exported = []
         now = time.time()
-        for s in sorted(self.spans, key=lambda s: s.start_offset_ms):
+        ordered = self._parents_first()
+        for s in ordered:
             parent = by_id.get(s.parent_id) if s.parent_id else None
             ctx = trace.set_span_in_context(parent) if parent is not None else otel_context.Context()
             attrs = {k: _otel_value(v) for k, v in s.attributes.items() if v is not None}
@@ -646,9 +647,21 @@ class AgentObserver:
                 o.set_status(Status(StatusCode.ERROR, s.status_message or None))
             by_id[s.span_id] = o
             exported.append(o)
-        for s, o in zip(sorted(self.spans, key=lambda s: s.start_offset_ms), exported):
+        for s, o in zip(ordered, exported):
             o.end(end_time=int((s.end_time if s.end_time is not None else now) * 1e9))
         return exported
+
+    def _parents_first(self) -> list[Span]:
+        """Spans ordered by depth, then start: every parent comes before its children."""
+        by_id = {s.span_id: s for s in self.spans}
+
+        def depth(s: Span) -> int:
+            d, seen = 0, set()
+            while s.parent_id in by_id and s.span_id not in seen:
+                seen.add(s.span_id)
+                s, d = by_id[s.parent_id], d + 1
+            return d
+        return sorted(self.spans, key=lambda s: (depth(s), s.start_offset_ms))
 
     def __repr__(self) -> str:
         return (f"AgentObserver(run_id={self.run_id!r}, spans={len(self.spans)}, "

@@ -1,0 +1,281 @@
+"""Checkpoints: unique ordered ids, newest from a new process, retention across processes,
+loud failures naming the file, atomic writes, no secrets on disk, and a tool-result log that
+survives a killed process. Both backends unless a test is about one of them."""
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from agentlab.checkpoints import (FORMAT_VERSION, CheckpointManager, idempotency_key,
+                                  is_safe_point, pending_tool_calls, scrub_secrets)
+from agentlab.errors import CheckpointError, ConfigError
+from agentlab.naive.checkpoints import NaiveCheckpointManager
+
+ROOT = Path(__file__).resolve().parents[1]
+CALL = {"id": "call_1", "type": "function", "function": {"name": "web_search", "arguments": "{}"}}
+MSGS = [{"role": "system", "content": "s"}, {"role": "user", "content": "find x"},
+        {"role": "assistant", "content": None, "tool_calls": [CALL]},
+        {"role": "tool", "tool_call_id": "call_1", "content": "results"}]
+
+
+@pytest.fixture(params=["json", "sqlite"])
+def store(request):
+    return request.param
+
+
+def run_py(code: str, cwd: Path) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=60)
+
+
+def test_ids_unique_and_ordered_under_fast_saves(tmp_path, store):
+    cm = CheckpointManager(tmp_path / "cp", max_checkpoints=None, store=store, run_id="r1")
+    ids = [cm.save(i, MSGS, {"i": i}, []) for i in range(150)]
+    assert len(set(ids)) == 150 and ids == sorted(ids)
+    listed = cm.list_checkpoints()
+    assert [c["id"] for c in listed] == ids
+    assert [c["revision"] for c in listed] == list(range(1, 151))
+    assert cm.load().state == {"i": 149}
+
+
+def test_naive_millisecond_ids_collide_and_overwrite(tmp_path):
+    naive = NaiveCheckpointManager(tmp_path / "naive", max_checkpoints=1000)
+    ids = [naive.save(i, MSGS, {}, []) for i in range(50)]
+    assert len(set(ids)) < 50  # several saves landed in the same millisecond
+    assert len(list((tmp_path / "naive").glob("*.json"))) < 50
+
+
+def test_load_newest_in_a_fresh_process(tmp_path, store):
+    cm = CheckpointManager(tmp_path / "cp", store=store, run_id="crashy")
+    last = [cm.save(t, MSGS, {"turn": t}, [{"name": "web_search"}]) for t in (3, 6, 9)][-1]
+    out = run_py(f"""
+        from agentlab.checkpoints import CheckpointManager
+        cp = CheckpointManager("cp", store={store!r}).load()
+        print(cp.id, cp.run_id, cp.revision, cp.turn, cp.state["turn"], cp.format_version)
+    """, tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == [last, "crashy", "3", "9", "9", str(FORMAT_VERSION)]
+    naive = run_py("""
+        from agentlab.naive.checkpoints import NaiveCheckpointManager
+        print(NaiveCheckpointManager("cp").load())
+    """, tmp_path)
+    assert naive.stdout.strip() == "None"  # the article's manager forgets everything
+
+
+def test_retention_counts_checkpoints_of_other_processes(tmp_path, store):
+    cm = CheckpointManager(tmp_path / "cp", max_checkpoints=3, store=store, run_id="a")
+    cm.save(1, MSGS, {}, [])
+    cm.save(2, MSGS, {}, [])
+    out = run_py(f"""
+        from agentlab.checkpoints import CheckpointManager
+        cm = CheckpointManager("cp", max_checkpoints=3, store={store!r}, run_id="b")
+        print([cm.save(t, [], {{}}, []) for t in (1, 2, 3)][-1])
+    """, tmp_path)
+    assert out.returncode == 0, out.stderr
+    listed = cm.list_checkpoints()
+    assert len(listed) == 3 and {c["run_id"] for c in listed} == {"b"}
+    assert cm.load().id == out.stdout.strip()
+    cm.save(4, MSGS, {}, [])  # the next save in this process prunes on disk too
+    assert [c["run_id"] for c in cm.list_checkpoints()] == ["b", "b", "a"]
+
+
+def _rewrite_json(cm, cid, edit):
+    path = cm.backend.path(cid)
+    path.write_text(edit(path.read_text()))
+    return str(path)
+
+
+def _rewrite_sqlite(cm, cid, edit):
+    with sqlite3.connect(cm.backend.path) as con:
+        body = con.execute("SELECT body FROM checkpoints WHERE id=?", (cid,)).fetchone()[0]
+        con.execute("UPDATE checkpoints SET body=? WHERE id=?", (edit(body), cid))
+    return cid
+
+
+@pytest.mark.parametrize("edit, code", [
+    (lambda text: text[: len(text) // 2], "checkpoint_corrupt"),
+    (lambda text: text.replace('"format_version":1', '"format_version":99', 1),
+     "checkpoint_incompatible"),
+    (lambda text: "[1, 2]", "checkpoint_corrupt"),
+])
+def test_corrupt_and_future_checkpoints_raise_naming_the_file(tmp_path, store, edit, code):
+    cm = CheckpointManager(tmp_path / "cp", store=store)
+    cid = cm.save(1, MSGS, {}, [])
+    where = (_rewrite_json if store == "json" else _rewrite_sqlite)(cm, cid, edit)
+    for load in (lambda: cm.load(cid), cm.load):  # by id, and as the newest
+        with pytest.raises(CheckpointError) as info:
+            load()
+        assert info.value.code == code and where in str(info.value)
+    if code == "checkpoint_incompatible":
+        assert "format_version 99" in str(info.value)
+
+
+def test_a_crash_mid_write_leaves_the_previous_checkpoint_readable(tmp_path):
+    cm = CheckpointManager(tmp_path / "cp", run_id="r1")
+    first = cm.save(1, MSGS, {"ok": True}, [])
+    out = run_py("""
+        import builtins, os
+        import agentlab.checkpoints as mod
+
+        class DiesMidWrite:  # writes half of the data to the real file, then the process dies
+            def __init__(self, fh): self.fh = fh
+            def __enter__(self): return self
+            def __exit__(self, *exc): self.fh.close()
+            def write(self, data):
+                self.fh.write(data[: len(data) // 2]); self.fh.flush(); os._exit(3)
+
+        mod.open = lambda path, mode="r", *a: (DiesMidWrite(builtins.open(path, mode, *a))
+                                               if "w" in mode else builtins.open(path, mode, *a))
+        mod.CheckpointManager("cp", run_id="r1").save(2, [{"role": "user", "content": "x" * 10**5}], {}, [])
+    """, tmp_path)
+    assert out.returncode == 3
+    assert list((tmp_path / "cp").glob(".*.tmp"))  # the torn temp file is there...
+    assert cm.load().id == first and cm.load().state == {"ok": True}  # ...and ignored
+    cm.save(3, MSGS, {}, [])
+    assert not list((tmp_path / "cp").glob(".*.tmp"))  # cleaned by the next save
+
+
+def test_naive_torn_write_raises_bare_json_error(tmp_path):
+    naive = NaiveCheckpointManager(tmp_path / "naive")
+    cid = naive.save(1, MSGS, {}, [])
+    path = tmp_path / "naive" / f"{cid}.json"
+    path.write_text(path.read_text()[:40])  # what a crash inside write_text leaves
+    with pytest.raises(json.JSONDecodeError):
+        naive.load(cid)
+
+
+def _raw_bytes(cm, store) -> str:
+    if store == "json":
+        return "".join(p.read_text() for p in Path(cm.checkpoint_dir).rglob("*.json*"))
+    with sqlite3.connect(cm.backend.path) as con:
+        return json.dumps(con.execute("SELECT * FROM checkpoints").fetchall())
+
+
+def test_secrets_are_never_written(tmp_path, store):
+    key = "sk-test-0123456789abcdefABCDEF"
+    cm = CheckpointManager(tmp_path / "cp", store=store, redact_values=["hunter2-secret-value"])
+    msgs = MSGS + [{"role": "user", "content": "my password is hunter2-secret-value"},
+                   {"role": "assistant", "content": "noted"}]
+    state = {"api_key": key, "nested": {"Authorization": "Bearer abcdefgh12345678"},
+             "total_tokens": 812, "max_tokens": 4096, "notes": f"called with {key}"}
+    cid = cm.save(2, msgs, state, [{"name": "login", "arguments": {"access_token": "tok-zzz"}}],
+                  {"client_secret": "cs-123", "OPENAI_API_KEY": key})
+    raw = _raw_bytes(cm, store)
+    for secret in (key, "abcdefgh12345678", "tok-zzz", "cs-123", "hunter2-secret-value"):
+        assert secret not in raw
+    cp = cm.load(cid)
+    assert cp.state["total_tokens"] == 812 and cp.state["max_tokens"] == 4096
+    assert cp.state["api_key"] == "[REDACTED]" and cp.metadata["client_secret"] == "[REDACTED]"
+    assert cp.messages[-2]["content"] == "my password is [REDACTED]"
+
+
+def test_client_objects_are_refused_not_repred(tmp_path):
+    class FakeClient:
+        api_key = "sk-should-never-reach-disk-000000"
+
+    cm = CheckpointManager(tmp_path / "cp")
+    with pytest.raises(CheckpointError) as info:
+        cm.save(1, MSGS, {"client": FakeClient()}, [])
+    assert info.value.code == "not_serializable" and "state['client']" in str(info.value)
+    assert not (tmp_path / "cp").exists() or cm.list_checkpoints() == []
+
+
+def test_unsafe_history_is_refused_and_save_on_exception_cuts_the_tail(tmp_path, store):
+    cm = CheckpointManager(tmp_path / "cp", store=store)
+    unfinished = MSGS + [{"role": "assistant", "content": None, "tool_calls": [
+        {**CALL, "id": "call_2"}, {**CALL, "id": "call_3"}]},
+        {"role": "tool", "tool_call_id": "call_2", "content": "done"}]
+    assert not is_safe_point(unfinished) and [c["id"] for c in pending_tool_calls(unfinished)] == ["call_3"]
+    with pytest.raises(CheckpointError, match=r"messages\[4\].*call_3") as info:
+        cm.save(2, unfinished, {}, [])
+    assert info.value.code == "checkpoint_unsafe"
+    cid = cm.save_on_exception(TimeoutError("tool hung"), 2, unfinished, {}, [])
+    cp = cm.load(cid)
+    assert cp.messages == MSGS and len(cp.metadata["unsafe_tail"]) == 2
+    assert cp.metadata["exception_type"] == "TimeoutError"
+
+
+def test_save_on_exception_never_raises(tmp_path):
+    cm = CheckpointManager(tmp_path / "cp")
+    assert cm.save_on_exception(ValueError("x"), 1, MSGS, {"lock": object()}, []) is None
+    assert cm.last_error.code == "not_serializable"
+
+
+def test_nothing_is_created_before_the_first_save(tmp_path, store):
+    cm = CheckpointManager(tmp_path / "cp", store=store)
+    assert cm.load() is None and cm.list_checkpoints() == [] and cm.completed_tool_calls("x") == {}
+    assert not (tmp_path / "cp").exists()
+    with pytest.raises(CheckpointError) as info:
+        cm.load("00000001-0000000000000000000-abcdef")
+    assert info.value.code == "checkpoint_not_found"
+
+
+def test_resume_keeps_run_id_and_continues_the_revision(tmp_path, store):
+    first = CheckpointManager(tmp_path / "cp", store=store, run_id="run-7")
+    first.save(3, MSGS, {}, [])
+    first.save(6, MSGS, {}, [])
+    again = CheckpointManager(tmp_path / "cp", store=store)  # e.g. a new process
+    cp = again.resume("latest")
+    assert again.run_id == "run-7" and cp.revision == 2
+    assert not again.should_save(7) and again.should_save(9)
+    nxt = again.load(again.save(9, MSGS, {}, []))
+    assert (nxt.run_id, nxt.revision) == ("run-7", 3)
+
+
+def test_tool_results_survive_a_killed_process(tmp_path, store):
+    out = run_py(f"""
+        import os
+        from agentlab.checkpoints import CheckpointManager
+        cm = CheckpointManager("cp", store={store!r})
+        cm.record_tool_result("run-1", "call_1", "web_search", "3 hits", True)
+        cm.record_tool_result("run-1", "call_2", "write_file", "disk full", False, "tool_failed")
+        os._exit(9)  # no cleanup, no checkpoint
+    """, tmp_path)
+    assert out.returncode == 9, out.stderr
+    cm = CheckpointManager(tmp_path / "cp", store=store)
+    done = cm.completed_tool_calls("run-1")
+    assert list(done) == ["call_1", "call_2"]
+    assert done["call_2"]["success"] is False and done["call_2"]["error_code"] == "tool_failed"
+    assert not cm.record_tool_result("run-1", "call_1", "web_search", "other", True)  # first wins
+    assert cm.get_tool_result("run-1", "call_1")["result"] == "3 hits"
+    assert cm.get_tool_result("run-1", "call_9") is None
+    assert idempotency_key("run-1", "call_2") == "run-1:call_2"
+
+
+def test_a_torn_last_log_line_is_skipped_and_appending_still_works(tmp_path):
+    cm = CheckpointManager(tmp_path / "cp")
+    cm.record_tool_result("r", "call_1", "f", "one", True)
+    log = tmp_path / "cp" / "tool_results" / "r.jsonl"
+    with open(log, "ab") as fh:
+        fh.write(b'{"run_id":"r","tool_call_id":"call_2","na')  # died mid-append
+    assert list(cm.completed_tool_calls("r")) == ["call_1"]
+    cm.record_tool_result("r", "call_3", "f", "three", True)
+    assert list(cm.completed_tool_calls("r")) == ["call_1", "call_3"]
+
+
+def test_scrub_keeps_token_counts_and_bad_config_is_refused(tmp_path):
+    got = scrub_secrets({"prompt_tokens": 5, "token": "t", "apiKey": "k", "sessionToken": "s",
+                         "token_count": 2, "password": None})
+    assert got == {"prompt_tokens": 5, "token": "[REDACTED]", "apiKey": "[REDACTED]",
+                   "sessionToken": "[REDACTED]", "token_count": 2, "password": None}
+    with pytest.raises(ConfigError):
+        CheckpointManager(tmp_path, store="mongodb")
+    with pytest.raises(CheckpointError):
+        CheckpointManager(tmp_path, run_id="../escape")
+
+
+def test_clear_and_delete(tmp_path, store):
+    cm = CheckpointManager(tmp_path / "cp", store=store)
+    a, b = cm.save(1, MSGS, {}, []), cm.save(2, MSGS, {}, [])
+    cm.record_tool_result(cm.run_id, "call_1", "f", "x", True)
+    assert cm.delete_checkpoint(a) and not cm.delete_checkpoint(a)
+    assert [c["id"] for c in cm.list_checkpoints()] == [b]
+    assert cm.clear_all() == 1 and cm.load() is None and cm.completed_tool_calls(cm.run_id) == {}
