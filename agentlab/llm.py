@@ -138,8 +138,8 @@ def parse_arguments(raw: str | None) -> tuple[dict, str | None]:
     try:
         value = json.loads(raw)
     except (ValueError, RecursionError) as exc:
-        where = f" at position {exc.pos}" if isinstance(exc, json.JSONDecodeError) else ""
-        return {}, f"arguments are not valid JSON ({getattr(exc, 'msg', exc)}{where})"
+        where = f" (char {exc.pos})" if isinstance(exc, json.JSONDecodeError) else ""
+        return {}, f"arguments are not valid JSON: {getattr(exc, 'msg', exc)}{where}"
     if not isinstance(value, dict):
         return {}, f"arguments must be a JSON object, got {type(value).__name__}"
     return value, None

@@ -42,6 +42,7 @@ def plot_retry_timeline(attempts: Sequence | Mapping[str, Sequence], *, title: s
                for _, row in rows for a in row), default=0.0) or 1.0
     min_w = end * 0.008  # in-process requests take ~1 ms: keep every bar visible
     for y, (_, row) in enumerate(rows):
+        last_x, below = -end, False
         for i, a in enumerate(row):
             dur = a.duration_ms / 1000
             kind = "ok" if a.ok else ("retryable" if a.error_code in _RETRYABLE and
@@ -49,20 +50,24 @@ def plot_retry_timeline(attempts: Sequence | Mapping[str, Sequence], *, title: s
             ax.barh(y, max(dur, min_w), left=a.started_at_s, height=0.5, color=_COLORS[kind])
             if a.delay_s > 0:
                 ax.barh(y, a.delay_s, left=a.started_at_s + dur, height=0.22, color=_COLORS["wait"])
-            # the y axis is inverted (first row on top): y - 0.3 is just above the bar
-            ax.annotate(_label(a), (a.started_at_s + max(dur, min_w) / 2, y - 0.3), ha="center",
-                        va="bottom", fontsize=8)
+            # the y axis is inverted (first row on top): y - 0.3 is just above the bar; labels
+            # that would collide with the previous one go just below it instead
+            x = a.started_at_s + max(dur, min_w) / 2
+            below = (x - last_x < end * 0.06) and not below
+            last_x = x
+            ax.annotate(_label(a), (x, y + 0.3 if below else y - 0.3), ha="center",
+                        va="top" if below else "bottom", fontsize=8)
     ax.set_yticks(range(len(rows)), [name for name, _ in rows])
-    ax.set_ylim(len(rows) - 0.5, -0.9)
+    ax.set_ylim(len(rows) - 0.3, -0.9)
     ax.set_xlim(0, end * 1.05)
     ax.set_xlabel("seconds since the call started")
-    ax.legend(handles=[Patch(color=_COLORS["ok"], label="success"),
-                       Patch(color=_COLORS["retryable"], label="failed, retried"),
-                       Patch(color=_COLORS["fatal"], label="failed, raised"),
-                       Patch(color=_COLORS["wait"], label="backoff wait")],
-              loc="upper center", bbox_to_anchor=(0.5, -0.35), ncol=4, fontsize=8, frameon=False)
     ax.set_title(title or "Requests on the wire and backoff waits")
     ax.grid(axis="x", alpha=0.3)
-    fig.tight_layout()
+    fig.legend(handles=[Patch(color=_COLORS["ok"], label="success"),
+                        Patch(color=_COLORS["retryable"], label="failed, retried"),
+                        Patch(color=_COLORS["fatal"], label="failed, raised"),
+                        Patch(color=_COLORS["wait"], label="backoff wait")],
+               loc="lower center", ncol=4, fontsize=8, frameon=False)
+    fig.tight_layout(rect=(0, 0.3 / fig.get_figheight(), 1, 1))  # ~0.3 in for the legend
     plt.close(fig)  # the caller displays it; avoids a second copy under %matplotlib inline
     return fig
