@@ -264,3 +264,13 @@ def test_the_naive_executor_waits_for_the_hung_tool(reg):
     results, wall = timed(naive.execute_parallel, [call("sleep", "1", seconds=0.6),
                                                    call("sleep", "2", seconds=0.01)])
     assert wall >= 0.55 and not results[0].success  # reported as timed out, yet waited for
+
+
+def test_workers_are_reused_and_a_stuck_one_is_replaced(reg, gate):
+    ex = ToolExecutor(reg, default_timeout=0.1)
+    for i in range(5):
+        assert ex.execute([call("sleep", i, seconds=0.0)])[0].success
+    assert ex.worker_threads == 1
+    assert ex.execute([call("hang", "h")])[0].error_code == "tool_timeout"
+    assert ex.execute([call("sleep", "s", seconds=0.0)])[0].success  # a new worker took it
+    assert ex.worker_threads == 2
