@@ -10,3 +10,4 @@ from .timeouts import *  # noqa: F401,F403
 from .dag import *  # noqa: F401,F403
 from .executor import *  # noqa: F401,F403
 from .messages import *  # noqa: F401,F403
+from .observe import *  # noqa: F401,F403
