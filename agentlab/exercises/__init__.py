@@ -73,5 +73,7 @@ def run_cases(title: str, cases: list[Case]) -> str:
 
 # Chapter checks (one module per exercise) are appended below by each chapter.
 from .ch01 import *  # noqa: F401,F403
+from .ch09 import *  # noqa: F401,F403
+from .ch10 import *  # noqa: F401,F403
 from .ch04 import *  # noqa: F401,F403
 from .ch05 import *  # noqa: F401,F403

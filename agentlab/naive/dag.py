@@ -42,7 +42,7 @@ class NaiveDependencyGraph:
         def dfs(v: str) -> None:
             seen.add(v)
             on_path.add(v)
-            for w in self.edges[v]:
+            for w in sorted(self.edges[v]):
                 if w not in seen:
                     dfs(w)
                 elif w in on_path:
@@ -59,14 +59,14 @@ class NaiveDependencyGraph:
             return None
         indeg = {v: 0 for v in self.vertices}
         for u in self.vertices:
-            for d in self.edges[u]:
+            for d in sorted(self.edges[u]):
                 indeg[d] += 1                        # defect 1: counts dependents, not deps
         levels, level = [], [v for v in self.vertices if indeg[v] == 0]
         while level:
             levels.append(level)
             nxt = []
             for u in level:
-                for d in self.edges[u]:
+                for d in sorted(self.edges[u]):
                     indeg[d] -= 1
                     if indeg[d] == 0:
                         nxt.append(d)
