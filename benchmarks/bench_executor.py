@@ -129,8 +129,7 @@ def bench_overhead(reg: ToolRegistry, n: int) -> None:
     us = [v for _, v in rows]
     print(f"   agentlab parallel / naive parallel per call: {us[5] / us[4]:.2f}x; serial: "
           f"+{us[2] - us[1]:.0f} us per call for the worker hand-off that makes a timeout "
-          f"enforceable "
-(worker threads alive: {ex.worker_threads})")
+          f"enforceable (worker threads alive: {ex.worker_threads})")
 
 
 def main() -> int:
