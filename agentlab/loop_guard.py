@@ -36,7 +36,7 @@ def turn_signature(calls: Iterable[Any]) -> str:
     """One signature for a whole turn, independent of the order of its (parallel) calls.
 
     ``calls`` are ``ToolCall``-like objects (``.name``, ``.arguments``; a call whose arguments
-    did not parse is keyed by its raw text) or ``(name, arguments)`` pairs.
+    did not parse is keyed by its call id: never equal to another) or ``(name, arguments)`` pairs.
     """
     sigs = []
     for c in calls:
@@ -44,7 +44,9 @@ def turn_signature(calls: Iterable[Any]) -> str:
             name, args = c
         else:
             name = c.name
-            args = c.arguments if not getattr(c, "parse_error", None) else getattr(c, "raw_arguments", "")
+            # garbled arguments carry nothing to compare (and never ran): key them by call id,
+            # so a transport glitch retried by the model does not look like a cycle
+            args = c.arguments if not getattr(c, "parse_error", None) else {"<unparsed>": c.id}
         sigs.append(call_signature(name, args))
     return "\n".join(sorted(sigs))
 

@@ -65,10 +65,10 @@ def _rounds_since_last_user(messages: list[dict]) -> tuple[str, list[_Round]]:
                 fn = tc.get("function", {})
                 try:
                     args = json.loads(fn.get("arguments") or "{}")
-                except ValueError:
-                    args = {}
-                r.calls.append((fn.get("name", ""), args if isinstance(args, dict) else {},
-                                results.get(tc.get("id"))))
+                except ValueError:  # garbled arguments: the call did not run; ignore it
+                    continue
+                if isinstance(args, dict):
+                    r.calls.append((fn.get("name", ""), args, results.get(tc.get("id"))))
             rounds.append(r)
     return task, rounds
 

@@ -1,0 +1,115 @@
+"""Soak test: many research-agent runs under injected faults of every kind, strict simulator.
+
+    python benchmarks/soak.py [--runs 500] [--fault-rate 0.2] [--seed 0]
+
+Each run is the research agent (``Researcher`` policy, the four research tools) on a fresh
+strict simulator. Faults, each with probability fault_rate split evenly across kinds:
+  model requests: 429 (with Retry-After), 5xx, timeouts, malformed tool arguments, truncated
+                  streams (half the runs stream, half do not);
+  tool calls:     exceptions, and hung tools (stuck far past their short timeout).
+Prints the distribution of terminal states, the recorded error codes, exceptions that escaped
+``run()`` / ``run_stream()`` (must be 0) and protocol 400s from the strict simulator (must be 0).
+"""
+from __future__ import annotations
+
+import argparse
+import collections
+import random
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from agentlab import research, sim  # noqa: E402
+from agentlab.runtime import AgentRuntime, RuntimeConfig  # noqa: E402
+from agentlab.sim.researcher import Researcher  # noqa: E402
+
+HANG_S = 0.5      # how long a hung tool sleeps (its timeout is TOOL_TIMEOUT_S)
+TOOL_TIMEOUT_S = 0.05
+
+
+def faulty_tools(output_dir: str, rate: float, rng: random.Random):
+    """The research tools, each call failing with ``rate``: half exceptions, half hangs."""
+    reg = research.research_tools(output_dir)
+    for name in reg.list_tools():
+        fn, opts = reg.get_function(name), reg.get_options(name)
+
+        def wrapped(*a, _fn=fn, **kw):
+            x = rng.random()
+            if x < rate / 2:
+                raise RuntimeError("injected tool failure")
+            if x < rate:
+                threading.Event().wait(HANG_S)  # hung: the executor must not wait for it
+            return _fn(*a, **kw)
+        wrapped.__signature__ = __import__("inspect").signature(fn)
+        wrapped.__doc__, wrapped.__annotations__ = fn.__doc__, fn.__annotations__
+        reg.register(wrapped, name=name, replace=True, timeout=TOOL_TIMEOUT_S,
+                     side_effects=opts["side_effects"])
+    return reg
+
+
+def one_run(i: int, rate: float, out: str) -> tuple[str, list, list]:
+    """(terminal state or 'escaped:<Type>', error codes, HTTP statuses of the run)."""
+    each = rate / 5
+    faults = sim.Faults(rate_limit=each, server_error=each, timeout=each,
+                        malformed_arguments=each, truncated_stream=each, retry_after=0.001,
+                        seed=i)
+    s = sim.Simulator(Researcher(), faults=faults, seed=i, strict=True)
+    llm = s.llm(max_retries=2, retry_base_delay=0.001, max_retry_delay=0.01, timeout=2.0, seed=i)
+    rt = AgentRuntime(llm, faulty_tools(f"{out}/run{i}", rate, random.Random(i)),
+                      system_prompt=research.SYSTEM_PROMPT,
+                      config=RuntimeConfig(max_turns=12, max_total_time=10.0,
+                                           tool_timeout=TOOL_TIMEOUT_S))
+    try:
+        if i % 2:
+            result = list(rt.run_stream(research.DEMO_TASK))[-1]["result"]
+        else:
+            result = rt.run(research.DEMO_TASK)
+        state = result.state.value
+        codes = [e["code"] for e in result.errors]
+    except Exception as exc:  # must never happen
+        state, codes = f"escaped:{type(exc).__name__}", []
+    return state, codes, [r["status"] for r in s.requests]
+
+
+def bar(done: int, total: int, t0: float, width: int = 30) -> str:
+    filled = int(width * done / total)
+    return f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total} runs, {time.monotonic() - t0:5.1f} s"
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--runs", type=int, default=500)
+    ap.add_argument("--fault-rate", type=float, default=0.2)
+    args = ap.parse_args(argv)
+    states, codes, statuses = collections.Counter(), collections.Counter(), collections.Counter()
+    t0 = time.monotonic()
+    with tempfile.TemporaryDirectory() as out:
+        for i in range(args.runs):
+            state, errs, sts = one_run(i, args.fault_rate, out)
+            states[state] += 1
+            codes.update(errs)
+            statuses.update(sts)
+            if i % 5 == 4 or i == args.runs - 1:
+                print(bar(i + 1, args.runs, t0), end="", file=sys.stderr, flush=True)
+    print(file=sys.stderr)
+    escaped = sum(n for s, n in states.items() if s.startswith("escaped"))
+    print(f"Soak: {args.runs} research-agent runs, fault rate {args.fault_rate:.0%} per model "
+          f"request and per tool call, strict simulator, {time.monotonic() - t0:.1f} s")
+    print("\nTerminal states:")
+    for s, n in states.most_common():
+        print(f"  {s:<12} {n:4d}  {n / args.runs:6.1%}")
+    print("\nRecorded errors by code:")
+    for c, n in codes.most_common():
+        print(f"  {c:<22} {n:4d}")
+    print("\nHTTP statuses seen by the simulator:", dict(sorted(statuses.items())))
+    print(f"\nEscaped exceptions: {escaped} (must be 0)")
+    print(f"Protocol 400s:      {statuses.get(400, 0)} (must be 0)")
+    return 0 if escaped == 0 and statuses.get(400, 0) == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
