@@ -77,3 +77,5 @@ from .ch09 import *  # noqa: F401,F403
 from .ch10 import *  # noqa: F401,F403
 from .ch04 import *  # noqa: F401,F403
 from .ch05 import *  # noqa: F401,F403
+from .ch11 import *  # noqa: F401,F403
+from .ch12 import *  # noqa: F401,F403
