@@ -23,7 +23,20 @@ Censoring: a call cut off by its timeout never shows its true duration; all we k
 took *at least* the timeout. Such a call is recorded (``timed_out=True``) as a sample of at
 least the timeout, so when a tool slows down the window fills with these lower bounds and the
 learned timeout grows (by about ``multiplier`` per round). Learning only from successes does
-the opposite: the slow calls disappear from the data and the timeout spirals down.
+the opposite: the slow calls disappear from the data and the timeout never grows back.
+
+Plain censoring has its own trap, measured in the notebook: a tool where 2 % of calls hang
+has an infinite p99, so every hang recorded at the timeout pushes the p99 (and the timeout)
+up again, towards ``max_timeout``. The default ``rule="censoring_aware"`` therefore looks at
+the fraction ``c`` of timed-out samples in the window:
+
+    c <= 1 %        the article rule over every sample (the p99 is observed)
+    1 % < c <= 5 %  the p99 is censored: the rule over finished calls only (rare hangs do not
+                    ratchet the timeout up)
+    c > 5 %         the p95 is censored, the tool really got slower: the rule over every
+                    sample, which puts the timeout at about ``multiplier`` x the old one
+
+``rule="article"`` always uses every sample (for comparison).
 """
 from __future__ import annotations
 
@@ -120,6 +133,7 @@ class AdaptiveTimeoutManager:
         min_samples: samples needed before adapting and before alerting.
         slow_log_size: alerts kept in the slow-query log (oldest dropped first).
         on_alert: optional ``callback(alert: dict)``, called outside the lock.
+        rule: ``"censoring_aware"`` (default) or ``"article"`` (see the module docstring).
 
     Thread-safe: the executors record from several worker threads at once.
     """
@@ -127,12 +141,16 @@ class AdaptiveTimeoutManager:
     def __init__(self, initial_timeout: float = 30.0, alert_threshold: float = 3.0,
                  multiplier: float = 1.5, min_timeout: float = 5.0, max_timeout: float = 120.0,
                  window: int = 100, *, min_samples: int = 10, slow_log_size: int = 1000,
-                 on_alert: Callable[[dict], None] | None = None) -> None:
+                 on_alert: Callable[[dict], None] | None = None,
+                 rule: str = "censoring_aware") -> None:
         if not 0 < min_timeout <= max_timeout:
             raise ValueError(f"need 0 < min_timeout <= max_timeout (seconds), got "
                              f"{min_timeout} and {max_timeout}")
         if window < 1 or min_samples < 1:
             raise ValueError("window and min_samples must be at least 1")
+        if rule not in ("censoring_aware", "article"):
+            raise ValueError("rule must be 'censoring_aware' or 'article'")
+        self.rule = rule
         self.initial_timeout = initial_timeout
         self.alert_threshold = alert_threshold
         self.multiplier = multiplier
@@ -195,6 +213,9 @@ class AdaptiveTimeoutManager:
         if win is None or len(win.durations) < self.min_samples:
             return self.initial_timeout
         data = win.sorted()
+        censored = sum(win.timed_out) / len(data)
+        if self.rule == "censoring_aware" and 0.01 < censored <= 0.05:
+            data = sorted(d for d, t in zip(win.durations, win.timed_out) if not t)
         raw = adaptive_timeout_s(_percentile_sorted(data, 95), _percentile_sorted(data, 99),
                                  self.multiplier if multiplier is None else multiplier)
         return min(self.max_timeout, max(self.min_timeout, raw))

@@ -157,3 +157,13 @@ def test_naive_manager_reads_ms_as_seconds_and_misses_the_tail():
     for v in range(10, 101, 10):
         small.record_execution("t", float(v))
     assert small.p99["t"] == 90.0 != np.percentile(range(10, 101, 10), 99)
+
+
+def test_rare_hangs_do_not_ratchet_the_timeout_up():
+    from agentlab.sim.tool_latency import Hanging
+    trace = Hanging(LogNormal(800, 0.5, seed=1), hang_rate=0.02, seed=11).samples(500)
+    aware = replay(AdaptiveTimeoutManager(min_timeout=0.5), trace)
+    plain = replay(AdaptiveTimeoutManager(min_timeout=0.5, rule="article"), trace)
+    assert aware.hung_killed == plain.hung_killed > 5
+    assert max(aware.timeouts_s[100:]) < 8 < 15 < max(plain.timeouts_s[100:])
+    assert aware.wasted_ms < plain.wasted_ms / 1.5
