@@ -37,7 +37,7 @@ if TYPE_CHECKING:  # imported lazily at call time: importing this module does no
 
 __all__ = [
     "SYSTEM_PROMPT", "DEMO_TASK", "CORPUS_DIR", "Page", "Corpus", "corpus", "build_index",
-    "web_search", "read_url", "research_tools", "run_demo", "format_trace",
+    "web_search", "read_url", "research_tools", "with_tool_faults", "run_demo", "format_trace",
 ]
 
 CORPUS_DIR = Path(__file__).resolve().parents[1] / "data" / "corpus"
@@ -269,6 +269,42 @@ def research_tools(output_dir: str | Path = "output",
 
     registry.register(write_file, side_effects=True)
     registry.register(ask_user, timeout=None)
+    return registry
+
+
+def with_tool_faults(registry: "ToolRegistry", rate: float, *, seed: int = 0,
+                     hang_s: float = 0.5, timeout: float | None = 0.05) -> "ToolRegistry":
+    """Wrap every tool of ``registry`` (in place) so a call fails with probability ``rate``:
+    half of the failures raise, half hang for ``hang_s`` (past the tool ``timeout``).
+
+    The draw depends on (seed, tool, arguments, attempt number) only, never on thread timing,
+    so runs with parallel calls are reproducible. Used by the soak and the run panel.
+    """
+    import inspect
+    import random
+    import threading
+
+    seen: Counter = Counter()
+    lock = threading.Lock()
+    for name in registry.list_tools():
+        fn, opts = registry.get_function(name), registry.get_options(name)
+
+        def wrapped(*args: Any, _fn: Callable = fn, _name: str = name, **kwargs: Any) -> Any:
+            key = f"{seed}|{_name}|{json.dumps([args, kwargs], sort_keys=True, default=str)}"
+            with lock:
+                seen[key] += 1
+                attempt = seen[key]
+            x = random.Random(f"{key}|{attempt}").random()
+            if x < rate / 2:
+                raise RuntimeError(f"injected failure in {_name}")
+            if x < rate:
+                threading.Event().wait(hang_s)  # hung: the executor must not wait for it
+            return _fn(*args, **kwargs)
+
+        wrapped.__signature__ = inspect.signature(fn)  # type: ignore[attr-defined]
+        wrapped.__doc__, wrapped.__annotations__ = fn.__doc__, getattr(fn, "__annotations__", {})
+        registry.register(wrapped, name=name, replace=True, side_effects=opts["side_effects"],
+                          timeout=timeout if timeout is not None else opts["timeout"])
     return registry
 
 

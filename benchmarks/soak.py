@@ -14,10 +14,8 @@ from __future__ import annotations
 
 import argparse
 import collections
-import random
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
@@ -31,26 +29,6 @@ HANG_S = 0.5      # how long a hung tool sleeps (its timeout is TOOL_TIMEOUT_S)
 TOOL_TIMEOUT_S = 0.05
 
 
-def faulty_tools(output_dir: str, rate: float, rng: random.Random):
-    """The research tools, each call failing with ``rate``: half exceptions, half hangs."""
-    reg = research.research_tools(output_dir)
-    for name in reg.list_tools():
-        fn, opts = reg.get_function(name), reg.get_options(name)
-
-        def wrapped(*a, _fn=fn, **kw):
-            x = rng.random()
-            if x < rate / 2:
-                raise RuntimeError("injected tool failure")
-            if x < rate:
-                threading.Event().wait(HANG_S)  # hung: the executor must not wait for it
-            return _fn(*a, **kw)
-        wrapped.__signature__ = __import__("inspect").signature(fn)
-        wrapped.__doc__, wrapped.__annotations__ = fn.__doc__, fn.__annotations__
-        reg.register(wrapped, name=name, replace=True, timeout=TOOL_TIMEOUT_S,
-                     side_effects=opts["side_effects"])
-    return reg
-
-
 def one_run(i: int, rate: float, out: str) -> tuple[str, list, list]:
     """(terminal state or 'escaped:<Type>', error codes, HTTP statuses of the run)."""
     each = rate / 5
@@ -59,7 +37,9 @@ def one_run(i: int, rate: float, out: str) -> tuple[str, list, list]:
                         seed=i)
     s = sim.Simulator(Researcher(), faults=faults, seed=i, strict=True)
     llm = s.llm(max_retries=2, retry_base_delay=0.001, max_retry_delay=0.01, timeout=2.0, seed=i)
-    rt = AgentRuntime(llm, faulty_tools(f"{out}/run{i}", rate, random.Random(i)),
+    tools = research.with_tool_faults(research.research_tools(f"{out}/run{i}"), rate, seed=i,
+                                      hang_s=HANG_S, timeout=TOOL_TIMEOUT_S)
+    rt = AgentRuntime(llm, tools,
                       system_prompt=research.SYSTEM_PROMPT,
                       config=RuntimeConfig(max_turns=12, max_total_time=10.0,
                                            tool_timeout=TOOL_TIMEOUT_S))

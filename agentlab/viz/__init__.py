@@ -11,3 +11,4 @@ from .dag import *  # noqa: F401,F403
 from .executor import *  # noqa: F401,F403
 from .messages import *  # noqa: F401,F403
 from .observe import *  # noqa: F401,F403
+from .runtime import *  # noqa: F401,F403

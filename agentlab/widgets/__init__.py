@@ -6,3 +6,4 @@ One submodule per chapter, re-exported here (``from agentlab import widgets``).
 from .llm import *  # noqa: F401,F403
 from .tools import *  # noqa: F401,F403
 from .messages import *  # noqa: F401,F403
+from .runtime import *  # noqa: F401,F403
