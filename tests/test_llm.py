@@ -416,3 +416,14 @@ def test_from_env_without_key_uses_the_simulator(monkeypatch):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     llm = LLMClient.from_env()
     assert "sim" in str(llm.client.base_url) and llm.chat(MSGS).content
+
+
+def test_llmclient_over_real_http_with_serve():
+    s = sim.Simulator(sim.Script([CALLS]), faults=sim.FaultPlan([("rate_limit", {"retry_after": 0.1})]))
+    with s.serve() as url:
+        llm = LLMClient(base_url=url, api_key="sk-sim", retry_base_delay=0.001, timeout=10)
+        plain = llm.chat(MSGS, tools=TOOLS)
+        streamed = collect_stream(llm.stream(MSGS, tools=TOOLS))
+    assert [a.status for a in llm.history] == [429, 200, 200]
+    assert llm.history[0].delay_s >= 0.1
+    assert streamed.tool_calls == plain.tool_calls and streamed.usage == plain.usage
