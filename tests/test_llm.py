@@ -427,3 +427,27 @@ def test_llmclient_over_real_http_with_serve():
     assert [a.status for a in llm.history] == [429, 200, 200]
     assert llm.history[0].delay_s >= 0.1
     assert streamed.tool_calls == plain.tool_calls and streamed.usage == plain.usage
+
+
+def test_per_call_timeout_bounds_a_slow_model():
+    s = sim.Simulator(latency=sim.Latency(first_token_ms=5000, jitter=0.0))
+    t0 = time.monotonic()
+    with pytest.raises(ProviderError) as info:
+        s.llm(retry_base_delay=0.001).chat(MSGS, timeout=0.3)
+    assert time.monotonic() - t0 < 1.5
+    assert info.value.code == "provider_timeout" and len(s.requests) == 1
+
+
+def test_per_call_timeout_bounds_a_stream_after_text():
+    def slow_body():
+        for i in range(20):
+            time.sleep(0.05)
+            yield sse(delta(content=f"w{i} "), done=False)
+    wire = Wire(lambda: httpx2.Response(200, headers={"content-type": "text/event-stream"},
+                                        content=slow_body()))
+    got, t0 = [], time.monotonic()
+    with pytest.raises(ProviderError) as info:
+        for part in make(wire).stream(MSGS, timeout=0.3):
+            got.append(part.content)
+    assert 0.3 <= time.monotonic() - t0 < 0.9 and 3 <= len(got) < 20
+    assert info.value.code == "provider_timeout" and info.value.details["partial"] is True
