@@ -477,7 +477,27 @@ class SQLiteBackend:
 
     def __init__(self, path: str | os.PathLike) -> None:
         self.path = Path(path)
-        self._ready = False
+        self._local = threading.local()  # one connection per thread (sqlite3's rule)
+
+    def _connection(self) -> sqlite3.Connection:
+        # Kept open: closing the last connection checkpoints the WAL into the database,
+        # which costs several fsyncs per save. A forked child opens its own.
+        # A file deleted or replaced since (``rm -r`` of the folder) gets a new connection.
+        try:
+            ident = (os.getpid(), os.stat(self.path).st_ino)
+        except FileNotFoundError:
+            ident = None
+        con = getattr(self._local, "con", None)
+        if con is None or ident is None or getattr(self._local, "ident", None) != ident:
+            if con is not None:
+                con.close()
+            con = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
+            con.execute("PRAGMA synchronous=FULL")  # fsync the WAL at every commit
+            con.execute("PRAGMA journal_mode=WAL")
+            con.executescript(self._SCHEMA)
+            self._local.con = con
+            self._local.ident = (os.getpid(), os.stat(self.path).st_ino)
+        return con
 
     @contextlib.contextmanager
     def _connect(self, write: bool = False) -> Iterator[sqlite3.Connection | None]:
@@ -487,19 +507,17 @@ class SQLiteBackend:
         try:
             if write:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
-            con = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
-            try:
-                con.execute("PRAGMA synchronous=FULL")
-                if not self._ready:
-                    con.execute("PRAGMA journal_mode=WAL")
-                    con.executescript(self._SCHEMA)
-                    self._ready = True
-                yield con
-            finally:
-                con.close()
+            yield self._connection()
         except sqlite3.DatabaseError as exc:
             raise CheckpointError("checkpoint_corrupt", f"checkpoint database {self.path} cannot "
                                   f"be used: {exc}", details={"file": str(self.path)}) from None
+
+    def close(self) -> None:
+        """Close this thread's connection (the others close when their threads end)."""
+        con = getattr(self._local, "con", None)
+        if con is not None:
+            con.close()
+            self._local.con = None
 
     def where(self, checkpoint_id: str) -> str:
         return f"{self.path}#{checkpoint_id}"

@@ -279,3 +279,20 @@ def test_clear_and_delete(tmp_path, store):
     assert cm.delete_checkpoint(a) and not cm.delete_checkpoint(a)
     assert [c["id"] for c in cm.list_checkpoints()] == [b]
     assert cm.clear_all() == 1 and cm.load() is None and cm.completed_tool_calls(cm.run_id) == {}
+
+
+def test_concurrent_processes_get_unique_ordered_ids(tmp_path, store):
+    code = f"""
+        from agentlab.checkpoints import CheckpointManager
+        cm = CheckpointManager("cp", max_checkpoints=None, store={store!r})
+        for t in range(25):
+            cm.save(t, [], {{}}, [])
+    """
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    procs = [subprocess.Popen([sys.executable, "-c", textwrap.dedent(code)], cwd=tmp_path, env=env)
+             for _ in range(2)]
+    assert [p.wait(timeout=60) for p in procs] == [0, 0]
+    listed = CheckpointManager(tmp_path / "cp", store=store).list_checkpoints()
+    seqs = [int(c["id"][:8]) for c in listed]
+    assert seqs == list(range(1, 51))  # one counter across both processes, no gaps, no repeats
+    assert len({c["run_id"] for c in listed}) == 2
