@@ -296,3 +296,40 @@ def test_concurrent_processes_get_unique_ordered_ids(tmp_path, store):
     seqs = [int(c["id"][:8]) for c in listed]
     assert seqs == list(range(1, 51))  # one counter across both processes, no gaps, no repeats
     assert len({c["run_id"] for c in listed}) == 2
+
+
+TOY_LOOP = """
+    import os, sys
+    from agentlab.checkpoints import CheckpointManager
+    cm = CheckpointManager("cp", auto_save_interval=3, run_id="toy")
+    cp = cm.resume("latest")  # None on the first start
+    messages, turn = (cp.messages, cp.turn) if cp else ([{"role": "user", "content": "6 steps"}], 0)
+    while turn < 6:
+        turn += 1
+        call = {"id": f"call_{turn}", "type": "function", "function": {"name": "step", "arguments": "{}"}}
+        messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
+        done = cm.get_tool_result(cm.run_id, call["id"])
+        if done is None:  # never completed: run it (a side effect), then record it durably
+            with open("effects.log", "a") as fh:
+                fh.write(f"{turn}\\n")
+            cm.record_tool_result(cm.run_id, call["id"], "step", f"step {turn} done", True)
+        messages.append({"role": "tool", "tool_call_id": call["id"], "content": f"step {turn} done"})
+        if turn == int(sys.argv[1]):
+            os._exit(1)  # killed after step 4, before the next checkpoint
+        if cm.should_save(turn):
+            cm.save(turn, messages, {}, [])
+    print(cm.run_id, cm.load().revision)
+"""
+
+
+def test_a_loop_killed_at_step_4_resumes_without_rerunning_finished_steps(tmp_path):
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    run = lambda crash_at: subprocess.run(  # noqa: E731
+        [sys.executable, "-c", textwrap.dedent(TOY_LOOP), str(crash_at)], cwd=tmp_path, env=env,
+        capture_output=True, text=True, timeout=60)
+    assert run(4).returncode == 1
+    assert (tmp_path / "effects.log").read_text().split() == ["1", "2", "3", "4"]
+    resumed = run(0)
+    assert resumed.returncode == 0, resumed.stderr
+    assert resumed.stdout.split() == ["toy", "2"]  # same run, next revision
+    assert (tmp_path / "effects.log").read_text().split() == ["1", "2", "3", "4", "5", "6"]

@@ -11,7 +11,6 @@ import warnings
 
 import numpy as np
 import pytest
-from prometheus_client.parser import text_string_to_metric_families
 
 from agentlab.errors import ConfigError, ToolError
 from agentlab.naive.observe import NaiveObserver
@@ -142,6 +141,8 @@ def test_prices_come_from_the_table_or_the_caller():
 
 
 def test_prometheus_text_parses_with_escaped_labels():
+    text_string_to_metric_families = pytest.importorskip(
+        "prometheus_client.parser").text_string_to_metric_families
     obs = research_run(AgentObserver("run-1"))
     weird = 'we"ird\\tool\nname'
     obs.record_tool_call(weird, 3.0, False, "tool_failed")
