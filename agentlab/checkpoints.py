@@ -8,8 +8,8 @@ turn counter. ``CheckpointManager`` writes them to one of two backends:
 
 - JSON files in ``checkpoint_dir`` (the default): one file per checkpoint, written atomically
   (temp file + fsync + ``os.replace``), so a crash leaves either the old file or the new one.
-- SQLite (``store="sqlite"`` or a path ending in ``.db``/``.sqlite``): one table, WAL journal,
-  stdlib ``sqlite3``; the embedded default for real use.
+- SQLite (``store="sqlite"`` or a path ending in ``.db``/``.sqlite``): two tables, WAL journal,
+  ``synchronous=FULL``, stdlib ``sqlite3``; the embedded default for real use.
 
 What the article's manager got wrong and this one does not:
 
@@ -30,6 +30,12 @@ What the article's manager got wrong and this one does not:
   Objects that are not plain data (clients, connections, locks) are refused, never ``repr``'d.
 - no directory or database file is created until the first write.
 
+On disk (JSON backend): ``<dir>/<id>.json`` is one JSON document whose first line holds the
+header (``format_version, id, run_id, revision, turn, created_at, saved_due_to, n_messages``),
+so ``list_checkpoints`` reads one line per file; ``<dir>/tool_results/<run_id>.jsonl`` is the
+tool-result log; ``<dir>/.lock`` serialises writers (``flock``). SQLite: table ``checkpoints``
+(the same document in ``body``) and table ``tool_results`` (primary key ``run_id, tool_call_id``).
+
 Run identity (book 1.4): a run keeps its ``run_id`` when it resumes; ``revision`` is
 1 + the highest revision of that run in the store, so the first checkpoint after a resume from
 revision r has revision r + 1.
@@ -49,6 +55,13 @@ Integration contract for ``AgentRuntime`` (the runtime owns the wiring; this mod
    running the tool. Side-effecting tools get ``idempotency_key(run_id, call.id)``.
 5. ``run(task, resume_from="latest" | id)``: ``cp = cm.resume(resume_from)`` binds ``run_id`` and
    the turn counter; restore ``cp.messages``, ``cp.state``, ``cp.tool_calls_made``, ``cp.turn``.
+   Budget accounting (tokens used, seconds spent, usage) goes in ``metadata`` (e.g.
+   ``{"usage": {...}, "elapsed_s": 12.5}``); token counts are kept (only credential-like keys
+   are redacted).
+6. After a resume the model is asked again from the checkpoint's history. The simulator's call
+   ids are digests of the request, so the same request gives the same ids and step 4 finds the
+   finished calls; with a model whose ids change, re-append ``metadata["unsafe_tail"]`` (from
+   ``save_on_exception``) or match on ``arguments`` passed to ``record_tool_result``.
 """
 from __future__ import annotations
 
