@@ -61,7 +61,8 @@ Integration contract for ``AgentRuntime`` (the runtime owns the wiring; this mod
 6. After a resume the model is asked again from the checkpoint's history. The simulator's call
    ids are digests of the request, so the same request gives the same ids and step 4 finds the
    finished calls; with a model whose ids change, re-append ``metadata["unsafe_tail"]`` (from
-   ``save_on_exception``) or match on ``arguments`` passed to ``record_tool_result``.
+   ``save_on_exception``) or match name and ``arguments`` (recorded with
+   ``record_tool_result(..., arguments=)``) in ``completed_tool_calls(run_id)``.
 """
 from __future__ import annotations
 
