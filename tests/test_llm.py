@@ -451,3 +451,15 @@ def test_per_call_timeout_bounds_a_stream_after_text():
             got.append(part.content)
     assert 0.3 <= time.monotonic() - t0 < 0.9 and 3 <= len(got) < 20
     assert info.value.code == "provider_timeout" and info.value.details["partial"] is True
+
+
+@pytest.mark.parametrize("plan", [[], ["malformed_arguments"]])
+def test_to_assistant_message_round_trips_through_the_strict_simulator(plan):
+    s = sim.Simulator(sim.Script([CALLS, sim.text("done")]), faults=sim.FaultPlan(plan))
+    llm = s.llm()
+    r = llm.chat(MSGS, tools=TOOLS)
+    history = MSGS + [LLMClient.to_assistant_message(r)] + [
+        {"role": "tool", "tool_call_id": t.id, "content": t.parse_error or "ok"} for t in r.tool_calls]
+    assert llm.chat(history, tools=TOOLS).content == "done"
+    sent = s.requests[1]["body"]["messages"][1]["tool_calls"]
+    assert [c["function"]["arguments"] for c in sent] == [t.raw_arguments for t in r.tool_calls]
