@@ -316,13 +316,14 @@ class AgentObserver:
         for k, v in attributes.items():
             span.set_attribute(k, v)
         span.end_time = self._wall(now)
-        span.duration_ms = (now - span._perf) * 1000.0  # type: ignore[attr-defined]
+        started = getattr(span, "_perf", self._t0 + span.start_offset_ms / 1000.0)
+        span.duration_ms = (now - started) * 1000.0
         span.status, span.status_message = status, status_message
         if self._current.get() is span:
             try:
                 self._current.reset(span._token)  # type: ignore[attr-defined]
             except ValueError:  # ended in another context: fall back to the parent
-                self._current.set(span._parent)  # type: ignore[attr-defined]
+                self._current.set(getattr(span, "_parent", None))
         return span
 
     @contextlib.contextmanager
