@@ -249,8 +249,9 @@ def research_tools(output_dir: str | Path = "output",
         tmp = target.with_name(target.name + ".tmp")
         tmp.write_text(content, encoding="utf-8")
         os.replace(tmp, target)  # atomic: a reader never sees half a report
-        shown = (out / filename).as_posix()
-        return f"Wrote {len(content)} chars to {shown}"
+        # the name inside the output folder only: the model needs no machine-specific path
+        shown = target.relative_to(out.resolve()).as_posix()
+        return f"Wrote {len(content)} chars to {shown} in the output folder"
 
     def ask_user(question: str) -> str:
         """Ask the user a clarifying question and return the answer.
