@@ -25,6 +25,7 @@ from __future__ import annotations
 import copy
 import logging
 import random
+import re
 import threading
 import time
 from dataclasses import asdict, dataclass
@@ -40,6 +41,9 @@ logger = logging.getLogger(__name__)
 
 #: Compression strategies ``MessageManager`` understands.
 STRATEGIES = ("sliding_window", "summarize")
+
+# Matches the notes written by _set_note (used by restore() to recognise one).
+_NOTE_RE = re.compile(r"^\[(?:Summary of the )?(\d+) earlier messages (?:were )?removed to fit the context window")
 
 _SUMMARY_PROMPT = (
     "You compress the history of an AI agent's conversation so it fits its context window. "
@@ -207,13 +211,25 @@ class MessageManager:
     def restore(self, messages: Iterable[dict]) -> None:
         """Replace the history with ``messages`` (e.g. from a checkpoint of ``get_messages()``).
 
-        A leading system message equal to the system prompt is dropped (it is added back)."""
+        A leading system message equal to the system prompt is dropped (it is added back), and
+        a compression note in its usual place becomes the note again (with its count and
+        summary), so later compressions keep counting from it."""
         msgs = list(messages)
         with self._lock:
             self.reset()
             if msgs and msgs[0].get("role") == "system" and msgs[0].get("content") == self._system_prompt:
                 msgs = msgs[1:]
-            self.extend(msgs)
+            pos = 1 if msgs and msgs[0].get("role") == "user" else 0
+            note = _NOTE_RE.match(str(msgs[pos].get("content"))) if len(msgs) > pos else None
+            if note and msgs[pos].get("role") == self.note_role:
+                self._removed = int(note.group(1))
+                self._summary = msgs[pos]["content"].partition("\n")[2] or None
+                msgs = msgs[:pos] + msgs[pos + 1:]
+            for m in msgs:
+                self._add(m)
+            if self._removed:
+                self._set_note()
+            self._maybe_compress()
 
     def _add(self, msg: dict) -> None:
         m = _copy_message(msg)

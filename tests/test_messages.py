@@ -201,13 +201,18 @@ def test_summarize_without_llm_is_a_config_error():
     assert info.value.code == "invalid_config"
 
 
-def test_restore_round_trips_get_messages():
+def test_restore_round_trips_get_messages_and_keeps_counting_removals():
     mm = MessageManager("sys", max_tokens=3000)
     mm.extend(synthetic_history(30, seed=6))
     saved = mm.get_messages()
     again = MessageManager("sys", max_tokens=3000)
     again.restore(saved)
-    assert again.get_messages() == saved
+    assert again.get_messages() == saved and again.count_tokens() == mm.count_tokens()
+    removed_before = sum(r.messages_removed for r in mm.compressions)
+    more = synthetic_history(30, seed=8)[1:]
+    again.extend(more)
+    total = removed_before + sum(r.messages_removed for r in again.compressions)
+    assert again.get_messages()[2]["content"].startswith(f"[{total} earlier messages were removed")
 
 
 def test_compressed_history_is_accepted_by_the_simulator_end_to_end():
