@@ -18,8 +18,6 @@ Three tables, all measured in this run against ``agentlab.sim`` (no latency, no 
 from __future__ import annotations
 
 import argparse
-import contextlib
-import io
 import statistics
 import sys
 import time
@@ -119,18 +117,11 @@ def throughput_table(seconds: float) -> list[str]:
     rows.append(f"{'in-process transport':<28} | {rate(lambda: llm.chat(msgs), seconds):>10.0f} | "
                 f"{rate(lambda: collect_stream(llm.stream(msgs)), seconds):>12.0f}")
     try:
-        # The stdlib server prints a traceback each time a client closes a kept-alive
-        # connection after a stream (ConnectionResetError while waiting for the next request);
-        # they are harmless, so they are kept out of the table.
-        with contextlib.redirect_stderr(io.StringIO()), s.serve() as url:
+        with s.serve() as url:
             http = LLMClient(base_url=url, api_key="sk-sim")
             chat_rate = rate(lambda: http.chat(msgs), seconds)
             stream_rate = rate(lambda: collect_stream(http.stream(msgs)), seconds)
             rows.append(f"{'serve() on 127.0.0.1':<28} | {chat_rate:>10.0f} | {stream_rate:>12.0f}")
-        if chat_rate * 3 < stream_rate:
-            rows.append("note: a non-streamed reply over serve() waits ~40 ms (headers and body go "
-                        "out in two writes: Nagle + delayed ACK);\n      the server's handler "
-                        "needs disable_nagle_algorithm = True (TCP_NODELAY).")
     except (ImportError, AttributeError, NotImplementedError) as exc:
         rows.append(f"{'serve() on 127.0.0.1':<28} | not available yet ({type(exc).__name__})")
     return rows
