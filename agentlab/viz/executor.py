@@ -45,22 +45,24 @@ def plot_tool_gantt(runs: Mapping[str, Sequence], *, timeout_s: float | None = N
                     fontsize=7)
             end = max(end, start + r.duration_ms)
         ax.axvline(end, color="#455a64", ls="--", lw=1)
-        ax.text(end, -0.75, f" done {end:.0f} ms", fontsize=8, color="#455a64", va="bottom")
+        ax.text(end, -0.7, f"done {end:.0f} ms ", fontsize=8, color="#455a64", ha="right",
+                va="center")
         if timeout_s is not None:
             ax.axvline(timeout_s * 1000, color=_COLORS["tool_timeout"], ls=":", lw=1)
         ax.set_yticks(range(len(results)), [f"{r.name} #{r.tool_call_id}" for r in results],
                       fontsize=8)
-        ax.set_ylim(len(results) - 0.4, -0.9)
+        ax.set_ylim(len(results) - 0.4, -1.1)
         ax.set_ylabel(label)
         ax.grid(axis="x", alpha=0.3)
     axes[-1, 0].set_xlabel("time since the first call started (ms)")
+    axes[-1, 0].set_xlim(0, axes[-1, 0].get_xlim()[1] * 1.08)  # room for the last labels
     handles = [Patch(color=_COLORS["ok"], label="success"),
                Patch(facecolor=_COLORS["tool_timeout"], hatch="//", edgecolor="white",
                      label="abandoned (tool_timeout)"),
                Patch(color=_COLORS["failed"], label="failed")]
-    axes[0, 0].legend(handles=handles, fontsize=7, loc="lower right", ncol=3)
+    fig.legend(handles=handles, fontsize=7, loc="lower center", ncol=3, frameon=False)
     fig.suptitle(title or "Tool calls over time", fontsize=10)
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0.05, 1, 1))
     return fig
 
 
@@ -82,7 +84,8 @@ def plot_hung_batch(timeouts_s: Sequence[float], walls_s: Mapping[str, Sequence[
 
     fig, ax = plt.subplots(figsize=figsize)
     xs = list(timeouts_s)
-    ax.plot(xs, xs, color="#9e9e9e", ls="--", lw=1, label="wall = timeout")
+    ax.plot([0, max(xs) * 1.05], [0, max(xs) * 1.05], color="#bdbdbd", lw=5, alpha=0.6,
+            zorder=0, label="wall = timeout")
     if hang_s is not None:
         ax.axhline(hang_s, color="#c62828", ls=":", lw=1, label=f"hung tool sleeps {hang_s:g} s")
     markers = iter("osD^v")
