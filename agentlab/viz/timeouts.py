@@ -96,25 +96,31 @@ def plot_timeout_trace(runs: Mapping[str, Any], durations_ms: Sequence[float], *
     import matplotlib.pyplot as plt
 
     fig, axes = plt.subplots(len(runs), 1, squeeze=False, sharex=True,
-                             figsize=figsize or (7.5, 2.1 * len(runs) + 0.5))
+                             figsize=figsize or (8.5, 2.1 * len(runs) + 0.5))
     finite = [d for d in durations_ms if math.isfinite(d)]
-    ceiling = max(finite) * 1.5 if finite else 1.0
+    top = max(finite + [1000 * t for r in runs.values() for t in r.timeouts_s], default=1.0)
+    ceiling = top * 1.8                                  # hung calls are drawn up here
     for ax, (label, run) in zip(axes[:, 0], runs.items()):
         xs = range(len(run.killed))
         ys = [min(d, ceiling) for d in durations_ms[:len(run.killed)]]
-        ok = [(x, y) for x, y, k in zip(xs, ys, run.killed) if not k]
-        bad = [(x, y) for x, y, k in zip(xs, ys, run.killed) if k]
-        if ok:
-            ax.scatter(*zip(*ok), s=6, color="#90a4ae", label="finished")
-        if bad:
-            ax.scatter(*zip(*bad), s=18, marker="x", color=_TIMEOUT,
-                       label=f"killed ({len(bad)})")
+        groups = {"finished": [], "killed (would finish)": [], "hung (killed)": []}
+        for x, y, k in zip(xs, ys, run.killed):
+            key = "finished" if not k else ("hung (killed)" if y >= ceiling
+                                            else "killed (would finish)")
+            groups[key].append((x, y))
+        style = {"finished": dict(s=6, color="#90a4ae"),
+                 "killed (would finish)": dict(s=22, marker="x", color=_TIMEOUT),
+                 "hung (killed)": dict(s=22, marker="^", color="#6a1b9a")}
+        for key, pts in groups.items():
+            if pts:
+                tag = key if key == "finished" else f"{key}: {len(pts)}"
+                ax.scatter(*zip(*pts), label=tag, **style[key])
         ax.step(xs, [t * 1000 for t in run.timeouts_s], where="post", color="#1565c0",
                 lw=1.5, label="timeout")
         ax.set_yscale("log")
         ax.set_ylabel("ms")
         ax.set_title(label, fontsize=10, loc="left")
-        ax.legend(fontsize=7, loc="upper left", framealpha=0.9)
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
     axes[-1, 0].set_xlabel("call number")
     fig.tight_layout()
     plt.close(fig)
