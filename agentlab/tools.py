@@ -538,7 +538,7 @@ class ToolRegistry:
 
     def tool(self, name: str | Callable | None = None, description: str | None = None, *,
              timeout: float | None = None, side_effects: bool = False) -> Callable:
-        """Decorator: ``@registry.tool``, ``@registry.tool()`` or ``@registry.tool("name", ...)``."""
+        """Decorator: ``@registry.tool``, ``@registry.tool()`` or ``@registry.tool("x", ...)``."""
         if callable(name):  # used bare: @registry.tool
             return self.register(name)
 

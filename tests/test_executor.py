@@ -91,7 +91,8 @@ def test_four_second_sleeper_is_cut_at_the_timeout(reg, mode):
 def test_four_300ms_tools_in_parallel_take_about_300ms_in_call_order(reg):
     ex = ToolExecutor(reg, max_workers=4)
     secs = [0.3, 0.1, 0.2, 0.25]  # finish order differs from call order
-    results, wall = timed(ex.execute_parallel, [call("sleep", i, seconds=s) for i, s in enumerate(secs)])
+    calls = [call("sleep", i, seconds=s) for i, s in enumerate(secs)]
+    results, wall = timed(ex.execute_parallel, calls)
     assert 0.29 <= wall < 0.55
     assert [r.tool_call_id for r in results] == ["0", "1", "2", "3"]
     assert [r.result for r in results] == [f"slept {s}" for s in secs]

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import enum
 import inspect
-import typing
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal, Optional, Union
 
@@ -74,7 +73,8 @@ def f_objects(address: Address, filters: Filters, orders: list[Order] = [],
               maybe: Optional[Address] = None): ...
 def f_annotated(count: Annotated[int, "how many"] = 3,
                 note: Annotated[Optional[str], "a note"] = None): ...
-def f_strings(xs: "list[int]", addr: "Address", unit: "Unit | None" = None) -> "NoSuchType": ...  # noqa: F821
+def f_strings(xs: "list[int]", addr: "Address",
+              unit: "Unit | None" = None) -> "NoSuchType": ...  # noqa: F821
 
 SIGNATURES = [f_scalars, f_containers, f_unions, f_literals, f_enums, f_objects, f_annotated,
               f_strings]
@@ -131,7 +131,8 @@ def test_schema_shapes_a_model_sees():
     assert props["mode"] == {"type": "string", "enum": ["fast", "slow"]}
     assert props["flag"]["type"] == "boolean" and "type" not in props["mixed"]
     props = function_schema(f_enums)["function"]["parameters"]["properties"]
-    assert props["unit"] == {"type": "string", "enum": ["celsius", "fahrenheit"], "default": "celsius"}
+    assert props["unit"] == {"type": "string", "enum": ["celsius", "fahrenheit"],
+                             "default": "celsius"}
     assert props["level"]["type"] == "integer"
     addr = function_schema(f_objects)["function"]["parameters"]["properties"]["address"]
     assert addr["additionalProperties"] is False and addr["required"] == ["street", "city"]

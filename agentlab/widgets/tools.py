@@ -67,7 +67,8 @@ def schema_explorer(registry: ToolRegistry | None = None,
         registry.register(f, replace=True)
     pick = w.Dropdown(options=registry.list_tools(), description="tool")
     source = w.Textarea(placeholder="def my_tool(city: str, unit: Literal['c', 'f'] = 'c'):\n"
-                        "    \"\"\"Say what it does.\"\"\"", layout=w.Layout(width="98%", height="7em"))
+                        "    \"\"\"Say what it does.\"\"\"",
+                        layout=w.Layout(width="98%", height="7em"))
     build = w.Button(description="register typed function", layout=w.Layout(width="auto"))
     args = w.Textarea(value=arguments, description="arguments",
                       layout=w.Layout(width="98%", height="4em"))
