@@ -81,3 +81,6 @@ from .ch11 import *  # noqa: F401,F403
 from .ch12 import *  # noqa: F401,F403
 from .ch02 import *  # noqa: F401,F403
 from .ch03 import *  # noqa: F401,F403
+from .ch06 import *  # noqa: F401,F403
+from .ch07 import *  # noqa: F401,F403
+from .ch08 import *  # noqa: F401,F403
