@@ -123,7 +123,8 @@ def test_a_crash_mid_write_leaves_the_previous_checkpoint_readable(tmp_path):
     first = cm.save(1, MSGS, {"ok": True}, [])
     out = run_py("""
         import builtins, os
-        import agentlab.checkpoints as mod
+        import agentlab.checkpoints
+        import agentlab.checkpoint_store as mod  # where the files are written
 
         class DiesMidWrite:  # writes half of the data to the real file, then the process dies
             def __init__(self, fh): self.fh = fh
@@ -134,7 +135,7 @@ def test_a_crash_mid_write_leaves_the_previous_checkpoint_readable(tmp_path):
 
         mod.open = lambda path, mode="r", *a: (DiesMidWrite(builtins.open(path, mode, *a))
                                                if "w" in mode else builtins.open(path, mode, *a))
-        mod.CheckpointManager("cp", run_id="r1").save(2, [{"role": "user", "content": "x" * 10**5}], {}, [])
+        agentlab.checkpoints.CheckpointManager("cp", run_id="r1").save(2, [{"role": "user", "content": "x" * 10**5}], {}, [])
     """, tmp_path)
     assert out.returncode == 3
     assert list((tmp_path / "cp").glob(".*.tmp"))  # the torn temp file is there...
