@@ -78,11 +78,15 @@ def plot_schedules(schedules: Mapping[str, Any], *, critical_path_ms: float | No
             y = rows.index(c.call_id)
             ax.barh(y, max(c.end_ms - c.start_ms, end * 0.004), left=c.start_ms, height=0.6,
                     color=_STATUS.get(c.status, "#90a4ae"))
+            if c.status == "skipped":   # zero-length: say so where it happened
+                ax.text(c.start_ms, y, "skipped ", ha="right", va="center", fontsize=7,
+                        color="#616161")
         ax.axvline(sched.makespan_ms, color="black", lw=1)
         if critical_path_ms is not None:
             ax.axvline(critical_path_ms, color="#ef6c00", ls="--", lw=1.5)
         ax.set_yticks(range(len(rows)), rows, fontsize=7 if len(rows) > 12 else 8)
         ax.set_ylim(len(rows) - 0.4, -0.6)
+        ax.set_xlim(0, end * 1.05)
         ax.set_title(f"{label}: makespan {sched.makespan_ms:.0f} ms", fontsize=10, loc="left")
     axes[-1, 0].set_xlabel("ms since the batch started")
     handles = [Patch(color=_STATUS["ok"], label="ran, ok"),
