@@ -381,5 +381,5 @@ def run_demo(print_fn: Callable[[str], Any] = print, *, llm: "LLMClient | None" 
     else:
         print_fn("No report was written.")
     print_fn("")
-    print_fn(result.content[:300])
+    print_fn(result.content)
     return result
