@@ -128,14 +128,14 @@ def main(argv=None) -> int:
         for v in variants:
             table[name, v] = statistics.median(measure(v, *load) for _ in range(args.repeats))
     print(f"Per-turn overhead, simulator time subtracted (median of {args.repeats} runs)\n")
-    print(f"{'loop':<10} | " + " | ".join(f"{n:<30}" for n in loads))
-    print("-" * 10 + "-+-" + "-+-".join("-" * 30 for _ in loads))
+    print(f"{'loop':<10} | " + " | ".join(f"{n:<36}" for n in loads))
+    print("-" * 10 + "-+-" + "-+-".join("-" * 36 for _ in loads))
     for v in variants:
         cells = []
         for n in loads:
             ms, base = table[n, v], table[n, "agentlab"]
             cells.append(f"{ms:7.2f} ms/turn ({ms / base:5.1f}x agentlab)")
-        print(f"{v:<10} | " + " | ".join(f"{c:<30}" for c in cells))
+        print(f"{v:<10} | " + " | ".join(f"{c:<36}" for c in cells))
     a = table["A: 50 turns x 2 no-op calls", "agentlab"]
     print(f"\nagentlab on A: {a:.2f} ms/turn; target <= 5 ms/turn: {'met' if a <= 5 else 'MISSED'}")
     return 0
