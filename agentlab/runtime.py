@@ -145,19 +145,31 @@ class AgentRuntime:
 
     # -- the loop -----------------------------------------------------------------------------
     def _loop(self, user_input: str, stream: bool, resume_from: str | None) -> Iterator[dict]:
-        if resume_from is not None:  # chapter 11 integration point
-            raise ConfigError("not_supported", "resume_from needs checkpoints (chapter 11)")
+        resume = None
+        if self.checkpoints is not None:  # chapter 11: check the checkpoint before anything runs
+            from .durability import prepare_resume
+            resume = prepare_resume(self, resume_from, user_input)
+        elif resume_from is not None:
+            raise ConfigError("not_supported", "resume_from needs checkpoints= (chapter 11)")
         if not self._busy.acquire(blocking=False):
             raise ConfigError("already_running", "this runtime is already running; use one "
                               "AgentRuntime per concurrent run")
         t0 = time.monotonic()
-        run = _Run(str(uuid.uuid4()), t0, t0 + self.config.max_total_time)
+        run = _Run(resume.run_id if resume else str(uuid.uuid4()), t0,  # a resumed run keeps its id
+                   t0 + self.config.max_total_time)
         self._cancel.clear()
         self.run_state = RunState.RUNNING
         state, reason = RunState.ERROR, "exception: unknown"
         try:
+            if self.observer is not None:  # chapter 12: spans and metrics from the hook events
+                from .observe_runtime import trace_runtime
+                trace_runtime(self)  # once per runtime; a used observer is replaced by a fresh one
             yield from self._event(run, "run_start", run_id=run.run_id, input=user_input)
-            self.messages.append({"role": "user", "content": user_input})
+            if self.checkpoints is None:
+                self.messages.append({"role": "user", "content": user_input})
+            else:  # chapter 11: restore the resumed run, or append the task and save revision 1
+                from .durability import begin_run
+                begin_run(self, run, user_input, resume)
             tools = self.registry.get_all_schemas() or None  # once per run (schemas are copies)
             detector = LoopDetector(self.config.loop_detection_window,
                                     self.config.loop_detection_threshold)
@@ -205,6 +217,9 @@ class AgentRuntime:
             if self.run_state is RunState.RUNNING and state is RunState.ERROR \
                     and reason == "exception: unknown":  # the consumer stopped iterating
                 self.run_state = RunState.CANCELLED
+        if self.checkpoints is not None:  # chapter 11: a last checkpoint (completed, or resumable)
+            from .durability import end_run
+            end_run(self, run, state, reason)
         result = self._result(run, state, reason)
         yield from self._event(run, "run_end", result=result)
         yield {"type": "done", "result": result, "content": result.content,
@@ -258,6 +273,8 @@ class AgentRuntime:
                 yield from self._record(run, exc)
                 raise self._timeout(run) from None
             raise _Stop(RunState.ERROR, f"exception: {type(exc).__name__}", exc) from None
+        # [chapter 12 integration point] self.observer.record_llm_call(...) goes here, inside
+        # an observer.span("llm_call") around the call above.
         from .llm import LLMResponse
         resp = resp or LLMResponse(content="".join(parts) or None, finish_reason="incomplete")
         content = "".join(parts) if stream else (resp.content or "")
@@ -315,6 +332,7 @@ class AgentRuntime:
                                        arguments=c.arguments)
                 results.extend(self._execute(run, [c], parallel=False))
                 yield from self._tool_end(run, results[-1])
+        # [chapter 12 integration point] self.observer.record_tool_call(...) per result.
         for c, r in zip(calls, results):
             run.tool_calls_made.append({"turn": run.turns, "id": c.id, "name": c.name,
                                         "arguments": c.arguments, "success": r.success,
@@ -325,6 +343,9 @@ class AgentRuntime:
     def _execute(self, run: _Run, calls: list, parallel: bool) -> list:
         remaining = max(run.remaining(), 0.001)
         try:
+            if self.checkpoints is not None:  # chapter 11: results logged durably, never re-run
+                from .durability import execute_tools
+                return execute_tools(self, run, calls, parallel, remaining)
             if parallel:
                 return self.executor.execute_parallel(calls, timeout=remaining)
             return self.executor.execute(calls, timeout=remaining)
@@ -410,7 +431,9 @@ class AgentRuntime:
     def _safe_point(self, run: _Run) -> None:
         """After each turn: every tool call has its result, so the history is a valid request.
 
-        Integration point for chapters 11-12: checkpoints are saved here
-        (``self.checkpoints.save(turn, messages, state, tool_calls_made, metadata)``), and the
-        observer closes its turn span. Not wired yet: both are opt-in and ``None`` by default.
+        Chapter 11: with ``checkpoints``, a checkpoint every ``auto_save_interval`` turns
+        (``agentlab.durability``). The observer (chapter 12) follows the hook events.
         """
+        if self.checkpoints is not None:
+            from .durability import checkpoint_turn
+            checkpoint_turn(self, run)
