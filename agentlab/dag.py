@@ -385,9 +385,9 @@ class DependencyAwareExecutor:
 
     def _estimates(self, tool_calls: list) -> dict[str, float]:
         """Expected duration (ms) per call for the priority: the tool's p50, else 1."""
-        out = {}
+        out, get_stats = {}, getattr(self.timeout_manager, "get_stats", None)
         for c in tool_calls:
-            stats = self.timeout_manager.get_stats(c.name) if self.timeout_manager else None
+            stats = get_stats(c.name) if get_stats is not None else None
             out[c.id] = max(stats.p50, 1e-3) if stats is not None else 1.0
         return out
 
