@@ -36,29 +36,11 @@ Run identity (book 1.4): a run keeps its ``run_id`` when it resumes; ``revision`
 1 + the highest revision of that run in the store, so the first checkpoint after a resume from
 revision r has revision r + 1.
 
-Integration contract for ``AgentRuntime`` (the runtime owns the wiring; this module owns storage):
-
-1. ``rt.checkpoints.run_id = result_run_id`` (or pass ``run_id=`` to ``save``) once per run.
-2. After a turn whose tool results are all appended: ``if cm.should_save(turn): cm.save(turn,
-   messages, state_dict, tool_calls_made, metadata={"saved_due_to": "interval", ...})``.
-3. In the run's ``except`` block: ``cm.save_on_exception(exc, turn, messages, ...)``. It never
-   raises (a failure while saving must not hide the failure being saved): it returns the id or
-   ``None`` and keeps the problem in ``cm.last_error``. An unfinished tool batch at the end of the
-   history is cut off and kept in ``metadata["unsafe_tail"]``.
-4. As each tool call completes: ``cm.record_tool_result(run_id, call.id, name, result, success,
-   error_code)`` (durable before it returns). Before executing a call on resume:
-   ``cm.get_tool_result(run_id, call.id)``; if it is not ``None``, reuse its result instead of
-   running the tool. Side-effecting tools get ``idempotency_key(run_id, call.id)``.
-5. ``run(task, resume_from="latest" | id)``: ``cp = cm.resume(resume_from)`` binds ``run_id`` and
-   the turn counter; restore ``cp.messages``, ``cp.state``, ``cp.tool_calls_made``, ``cp.turn``.
-   Budget accounting (tokens used, seconds spent, usage) goes in ``metadata`` (e.g.
-   ``{"usage": {...}, "elapsed_s": 12.5}``); token counts are kept (only credential-like keys
-   are redacted).
-6. After a resume the model is asked again from the checkpoint's history. The simulator's call
-   ids are digests of the request, so the same request gives the same ids and step 4 finds the
-   finished calls; with a model whose ids change, re-append ``metadata["unsafe_tail"]`` (from
-   ``save_on_exception``) or match name and ``arguments`` (recorded with
-   ``record_tool_result(..., arguments=)``) in ``completed_tool_calls(run_id)``.
+With the runtime: ``AgentRuntime(..., checkpoints=cm)`` saves at the start of a run, every
+``auto_save_interval`` turns at a safe point, and when the run ends; it records each tool
+result with ``record_tool_result`` as the call completes and reuses it on resume; and
+``run(task, resume_from="latest" | id)`` continues the same run. The wiring is in
+``agentlab.durability``; this module owns what is written and how it is read back.
 """
 from __future__ import annotations
 
@@ -365,9 +347,13 @@ class CheckpointManager:
         """``load`` and continue that run here: binds ``run_id`` and the auto-save turn counter."""
         cp = self.load(checkpoint_id)
         if cp is not None:
-            self.run_id = cp.run_id
-            self._last_saved_turn = cp.turn
+            self.bind(cp)
         return cp
+
+    def bind(self, checkpoint: Checkpoint) -> None:
+        """Continue ``checkpoint``'s run here: its ``run_id``, and auto-save counted from its turn."""
+        self.run_id = checkpoint.run_id
+        self._last_saved_turn = checkpoint.turn
 
     def list_checkpoints(self, run_id: str | None = None) -> list[dict]:
         """Oldest first: id, run_id, revision, turn, created_at, saved_due_to, size_bytes, path.

@@ -24,17 +24,18 @@ Attribute names follow the OpenTelemetry GenAI semantic conventions where one ex
 ``gen_ai.usage.output_tokens``, ``gen_ai.tool.name``, ``gen_ai.tool.call.id``, ``error.type``);
 agentlab's own are prefixed ``agentlab.`` (``agentlab.turn``, ``agentlab.cost_usd``).
 
-Integration contract for ``AgentRuntime`` (the runtime owns the wiring):
+With the runtime: ``AgentRuntime(..., observer=obs)`` records everything with no wiring by the
+user (``agentlab.observe_runtime``: run > turn > model call / tool call from the runtime's hook
+events, ``finish(stopped_reason)`` at the end; a used observer is replaced by ``obs.fresh()``
+for the next run). By hand, the same calls:
 
 1. ``with obs.span("run", task=...):`` around the whole run, ``with obs.span("turn", turn=n):``
    around each turn (an exception inside marks the span ``error`` and propagates).
 2. After each model call: ``obs.record_llm_call(model=llm.model, prompt_tokens=..,
    completion_tokens=.., duration_ms=.., turn=n, error_code=None)``; after each tool result:
    ``obs.record_tool_call(name, result.duration_ms, result.success, result.error_code, turn=n,
-   tool_call_id=call.id)``. Each creates a child span of the current span, ending now and
-   lasting ``duration_ms`` (pass ``start_perf=time.perf_counter()`` taken before a parallel batch
-   to place it exactly). Call them from the thread that holds the turn span (worker threads do
-   not inherit it; or pass ``parent=span``).
+   tool_call_id=call.id)``. Each creates a child span of the current span (or of ``parent=``),
+   ending now and lasting ``duration_ms`` (``start_perf=`` places it exactly).
 3. At the end: ``obs.finish(result.stopped_reason)``; then ``generate_report()``/exports.
 """
 from __future__ import annotations
@@ -233,6 +234,7 @@ class AgentObserver:
         self.run_id = str(run_id)
         self.model = model
         self.pricing = load_pricing(pricing)
+        self._seed = seed
         self._rng = random.Random(seed) if seed is not None else random.SystemRandom()
         self.trace_id = self._new_id(16)
         self.spans: list[Span] = []
@@ -249,6 +251,19 @@ class AgentObserver:
             f"agentlab_current_span_{id(self)}", default=None)
         self._lock = threading.Lock()
         self._warned: set[str] = set()
+
+    def fresh(self, run_id: str) -> "AgentObserver":
+        """A new, empty observer with this one's model and prices (one observer per run).
+
+        A seeded observer gives the next seed, so two runs never share trace or span ids.
+        """
+        seed = None if self._seed is None else self._seed + 1
+        return type(self)(run_id, self.model, self.pricing, seed=seed)
+
+    @property
+    def used(self) -> bool:
+        """True once anything was recorded about a run (spans, calls, or ``finish``)."""
+        return bool(self.spans or self.llm_calls or self.tool_calls) or self.final_status is not None
 
     # -- ids and clocks
     def _new_id(self, nbytes: int) -> str:

@@ -110,7 +110,7 @@ class AgentRuntime:
         self.executor = executor
         self.state = state              # the article's name for the state store
         self.checkpoints = checkpoints  # chapter 11 integration point (see _safe_point)
-        self.observer = observer        # chapter 12 integration point
+        self.observer = observer        # chapter 12: traced from the hook events (observe_runtime)
         self.run_state = RunState.IDLE
         self.last_result: AgentResult | None = None
         self._hooks: dict[str, list[Callable[[dict], Any]]] = {}
@@ -273,8 +273,8 @@ class AgentRuntime:
                 yield from self._record(run, exc)
                 raise self._timeout(run) from None
             raise _Stop(RunState.ERROR, f"exception: {type(exc).__name__}", exc) from None
-        # [chapter 12 integration point] self.observer.record_llm_call(...) goes here, inside
-        # an observer.span("llm_call") around the call above.
+        # chapter 12: the observer records this call from the llm_end / error hook events
+        # (agentlab.observe_runtime.RuntimeTracer), as a span inside the turn's span.
         from .llm import LLMResponse
         resp = resp or LLMResponse(content="".join(parts) or None, finish_reason="incomplete")
         content = "".join(parts) if stream else (resp.content or "")
@@ -332,7 +332,7 @@ class AgentRuntime:
                                        arguments=c.arguments)
                 results.extend(self._execute(run, [c], parallel=False))
                 yield from self._tool_end(run, results[-1])
-        # [chapter 12 integration point] self.observer.record_tool_call(...) per result.
+        # chapter 12: the observer records each result from its tool_end hook event.
         for c, r in zip(calls, results):
             run.tool_calls_made.append({"turn": run.turns, "id": c.id, "name": c.name,
                                         "arguments": c.arguments, "success": r.success,
