@@ -221,3 +221,11 @@ def test_export_otel_without_the_sdk_is_a_config_error(monkeypatch):
     monkeypatch.setitem(sys.modules, "opentelemetry", None)
     with pytest.raises(ConfigError, match=r"agentlab\[otel\]"):
         AgentObserver("r").export_otel()
+
+
+def test_fresh_gives_an_empty_observer_with_the_same_prices():
+    obs = research_run(AgentObserver("a", model="gpt-4o-mini", pricing={"gpt-4o-mini": {"input": 1, "output": 2}}, seed=5))
+    assert obs.used and not AgentObserver("b").used
+    new = obs.fresh("b")
+    assert (new.run_id, new.model, new.pricing, new.used) == ("b", "gpt-4o-mini", obs.pricing, False)
+    assert new.trace_id != obs.trace_id and new.trace_id == obs.fresh("c").trace_id  # seeded
