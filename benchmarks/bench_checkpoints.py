@@ -10,6 +10,9 @@ synchronous=FULL). Median of several saves into a store that keeps 10 checkpoint
 Part 2: listing 10 checkpoints of 1000 messages (agentlab reads one header line per file).
 Part 3: the observer's cost per recorded turn (a turn span, one model call, two tool calls),
 agentlab vs the article-style observer, and the cost of the report and exports after 2000 turns.
+Part 4: the same inside ``AgentRuntime``: time per turn of a 20-turn run on the simulator (no
+simulated latency, so the runtime's own work shows) without and with ``observer=``, and with
+``checkpoints=`` on each backend (every tool result logged durably, a checkpoint every 3 turns).
 """
 from __future__ import annotations
 
@@ -135,11 +138,54 @@ def bench_observer(turns: int = 2000) -> dict[str, float]:
     return out
 
 
+def bench_runtime_turns(folder: Path, turns: int = 20, repeat: int = 5) -> dict[str, float]:
+    """ms per turn of ``AgentRuntime.run`` with and without an observer / checkpoints."""
+    from agentlab import sim
+    from agentlab.runtime import AgentRuntime, RuntimeConfig
+    from agentlab.tools import ToolRegistry
+
+    reg = ToolRegistry()
+
+    @reg.tool()
+    def lookup(key: str) -> str:
+        """Look a key up.
+
+        Args:
+            key: what to look up.
+        """
+        return f"value of {key}: " + " ".join(WORDS[:20])
+
+    script = [sim.call("lookup", {"key": f"k{i}"}) for i in range(turns - 1)] + [sim.text("done")]
+    config = RuntimeConfig(max_turns=turns + 1)
+    setups = {
+        "runtime alone": lambda i: {},
+        "+ observer": lambda i: {"observer": AgentObserver("bench")},
+        "+ checkpoints (json)": lambda i: {"checkpoints": CheckpointManager(folder / f"rt-json{i}")},
+        "+ checkpoints (sqlite)": lambda i: {"checkpoints": CheckpointManager(
+            folder / f"rt-sqlite{i}", store="sqlite")},
+        "+ both (sqlite)": lambda i: {"observer": AgentObserver("bench"), "checkpoints":
+                                      CheckpointManager(folder / f"rt-both{i}", store="sqlite")},
+    }
+    out: dict[str, float] = {}
+    AgentRuntime(sim.Simulator(sim.Script(script)).llm(), reg, config=config).run("warm up")
+    for name, extra in setups.items():
+        times = []
+        for i in range(repeat):
+            rt = AgentRuntime(sim.Simulator(sim.Script(script)).llm(), reg, config=config, **extra(i))
+            t0 = time.perf_counter()
+            result = rt.run("look up the keys")
+            times.append((time.perf_counter() - t0) * 1000.0 / result.turns)
+            assert result.ok, result.errors
+        out[name] = statistics.median(times)
+    return out
+
+
 def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         rows = bench_save_load(folder)
         list_naive, list_ours = bench_listing(folder)
+        per_turn = bench_runtime_turns(folder)
     obs = bench_observer()
 
     print("Checkpoint save/load vs history length (median; store keeps 10 checkpoints)")
@@ -163,6 +209,14 @@ def main() -> None:
     print(f"  after 2000 turns: generate_report {obs['report_ms']:.1f} ms, "
           f"export_prometheus_metrics {obs['prometheus_ms']:.1f} ms, export_json {obs['json_ms']:.1f} ms")
     print(f"  overhead vs a 300 ms model call: {obs['ours_us'] / 3000:.3f}% of a turn")
+    print()
+    print("AgentRuntime, ms per turn (20-turn run, simulator without latency, median of 5 runs)")
+    base = per_turn["runtime alone"]
+    for name, ms in per_turn.items():
+        extra = "" if name == "runtime alone" else f"   +{ms - base:6.2f} ms/turn"
+        print(f"  {name:<24} {ms:7.2f} ms/turn{extra}")
+    print("  (checkpoints pay an fsync per tool result and per checkpoint; a real model call"
+          " takes 300-3000 ms)")
 
 
 if __name__ == "__main__":

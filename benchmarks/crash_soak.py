@@ -1,0 +1,268 @@
+"""Crash soak: agent runs killed at random points in child processes and resumed in new ones.
+
+    python benchmarks/crash_soak.py [--runs 50] [--seed 0]
+
+Each run is a 6-step job on the simulator (``AgentRuntime`` with a ``CheckpointManager``; the
+steps one per turn, or steps 1-3 as one parallel batch), with a seeded random store (JSON or
+SQLite), ``auto_save_interval`` (1-4) and one or two kills. A kill is ``os._exit`` at one of:
+
+    tool-before   inside a step, before its side effect
+    tool-after    inside a step, after its side effect, before it returns
+    after-record  right after a tool result was recorded durably
+    after-save    right after a checkpoint was written
+    mid-save      while a checkpoint is written (JSON: half a temp file; SQLite: inside the
+                  transaction)
+
+Every process is forked from this one (so a "new process" has none of the dead one's memory)
+and resumes with ``run(task, resume_from="latest")`` until the run finishes. Checked:
+
+- every run finishes, with the run_id it started with, and the same token total as a run that
+  was never killed (the budget is carried across processes);
+- no step whose result had been recorded ran again (the step itself asks the durable log);
+- each step's side effect happened exactly once (the tool's guard on its idempotency key).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing
+import os
+import random
+import shutil
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from agentlab import sim  # noqa: E402
+from agentlab.checkpoint_store import JSONBackend, SQLiteBackend  # noqa: E402
+from agentlab.checkpoints import CheckpointManager  # noqa: E402
+from agentlab.errors import CheckpointError  # noqa: E402
+from agentlab.runtime import AgentRuntime  # noqa: E402
+from agentlab.tools import ToolRegistry  # noqa: E402
+
+TASK = "run the 6 steps"
+KINDS = ("tool-before", "tool-after", "after-record", "after-save", "mid-save")
+KILLED = 17
+
+
+def _die() -> None:
+    os._exit(KILLED)
+
+
+def _policy(shape: str) -> sim.Script:
+    calls = [sim.call("step", {"n": i}) for i in range(1, 7)]
+    if shape == "parallel":
+        calls = [calls[:3], *calls[3:]]
+    return sim.Script(calls + [sim.text("all 6 steps done")])
+
+
+def _registry(cfg: dict, kill: tuple[str, int] | None) -> ToolRegistry:
+    reg = ToolRegistry()
+    store = CheckpointManager("cp", store=cfg["store"])  # a second handle, to ask the log
+
+    @reg.tool(side_effects=True)
+    def step(n: int, idempotency_key: str = "") -> str:
+        """Run step n of the job.
+
+        Args:
+            n: which step.
+        """
+        run_id, _, call_id = idempotency_key.partition(":")
+        recorded = store.get_tool_result(run_id, call_id) is not None
+        with open("executions.log", "a") as fh:  # every execution, and whether it was done
+            fh.write(f"{n} {int(recorded)}\n")
+        if kill == ("tool-before", n):
+            _die()
+        done = open("effects.log").read().split() if os.path.exists("effects.log") else []
+        if idempotency_key not in done:  # the tool's own guard: one effect per key
+            with open("effects.log", "a") as fh:
+                fh.write(f"{n} {idempotency_key}\n")
+                fh.flush()
+                os.fsync(fh.fileno())
+        if kill == ("tool-after", n):
+            _die()
+        time.sleep(0.002 * (7 - n))  # parallel steps finish in reverse order
+        return f"step {n} done"
+    return reg
+
+
+def _arm(cm: CheckpointManager, kill: tuple[str, int] | None) -> None:
+    """Patch this process's manager to die at the k-th record / save."""
+    if kill is None or kill[0].startswith("tool"):
+        return
+    kind, k = kill
+    count = Counter()
+    if kind == "after-record":
+        record = cm.record_tool_result
+
+        def record_then_die(*a, **kw):
+            out = record(*a, **kw)
+            count["r"] += 1
+            if count["r"] == k:
+                _die()
+            return out
+        cm.record_tool_result = record_then_die  # type: ignore[method-assign]
+    elif kind == "after-save":
+        save = cm.save
+
+        def save_then_die(*a, **kw):
+            out = save(*a, **kw)
+            count["s"] += 1
+            if count["s"] == k:
+                _die()
+            return out
+        cm.save = save_then_die  # type: ignore[method-assign]
+    elif isinstance(cm.backend, JSONBackend):
+        write = cm.backend._atomic_write
+
+        def torn_write(path, data):
+            count["s"] += 1
+            if count["s"] == k:
+                tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+                tmp.write_bytes(data[: len(data) // 2])
+                _die()
+            return write(path, data)
+        cm.backend._atomic_write = torn_write  # type: ignore[method-assign]
+    else:
+        assert isinstance(cm.backend, SQLiteBackend)
+        write = cm.backend.write
+
+        def die_in_transaction(run_id, build, max_keep):
+            count["s"] += 1
+            if count["s"] != k:
+                return write(run_id, build, max_keep)
+            return write(run_id, lambda seq, rev: (build(seq, rev), _die()), max_keep)
+        cm.backend.write = die_in_transaction  # type: ignore[method-assign]
+
+
+def _attempt(workdir: str, cfg: dict, attempt: int) -> None:
+    """One process: start (attempt 0) or resume the run; maybe die at the planned point."""
+    os.chdir(workdir)
+    kill = tuple(cfg["kills"][attempt]) if attempt < len(cfg["kills"]) else None
+    cm = CheckpointManager("cp", auto_save_interval=cfg["interval"], store=cfg["store"])
+    _arm(cm, kill)
+    rt = AgentRuntime(sim.Simulator(_policy(cfg["shape"])).llm(), _registry(cfg, kill),
+                      checkpoints=cm)
+    try:
+        try:
+            r = rt.run(TASK, resume_from=None if attempt == 0 else "latest")
+        except CheckpointError as exc:  # died before the run's first checkpoint: nothing ran
+            if exc.code != "checkpoint_not_found":
+                raise
+            r = rt.run(TASK)
+        out = {"state": r.state.value, "run_id": r.run_id, "turns": r.turns,
+               "tokens": r.total_tokens, "errors": [e["code"] for e in r.errors]}
+    except CheckpointError as exc:  # died after the run's last checkpoint was written
+        if exc.code != "run_finished":
+            raise
+        cp = cm.load()
+        out = {"state": "finished", "run_id": cp.run_id, "turns": cp.turn,
+               "tokens": cp.metadata["usage"]["total_tokens"], "errors": []}
+    Path("result.json").write_text(json.dumps(out))
+    os._exit(0)
+
+
+def _plan(rng: random.Random) -> dict:
+    kills = []
+    for _ in range(1 + (rng.random() < 0.3)):
+        kind = rng.choice(KINDS)
+        k = rng.randint(1, 6) if kind.startswith("tool") or kind == "after-record" else rng.randint(1, 3)
+        kills.append((kind, k))
+    return {"store": rng.choice(["json", "sqlite"]), "interval": rng.randint(1, 4),
+            "shape": rng.choice(["serial", "parallel"]), "kills": kills}
+
+
+def soak_run(root: Path, i: int, cfg: dict, ctx) -> dict:
+    workdir = root / f"run{i:02d}"
+    workdir.mkdir()
+    attempts, kills = 0, Counter()
+    while attempts < 6:
+        p = ctx.Process(target=_attempt, args=(str(workdir), cfg, attempts))
+        p.start()
+        p.join(60)
+        attempts += 1
+        if p.exitcode == KILLED:
+            kills[cfg["kills"][attempts - 1][0]] += 1
+            continue
+        break
+    if p.exitcode != 0:
+        return {"ok": False, "why": f"attempt {attempts} exited with {p.exitcode}", "kills": kills}
+    out = json.loads((workdir / "result.json").read_text())
+    first = CheckpointManager(workdir / "cp", store=cfg["store"], max_checkpoints=None)
+    runs = {c["run_id"] for c in first.list_checkpoints()}
+    execs = [tuple(map(int, line.split())) for line in
+             (workdir / "executions.log").read_text().splitlines()]
+    effects = Counter(int(line.split()[0]) for line in
+                      (workdir / "effects.log").read_text().splitlines())
+    return {"ok": out["state"] == "finished" and runs == {out["run_id"]}, "out": out,
+            "attempts": attempts, "kills": kills, "executions": len(execs),
+            "reexecuted_done": sum(done for _, done in execs),
+            "effects_ok": effects == Counter(range(1, 7)), "why": ""}
+
+
+def bar(done: int, total: int, width: int = 30) -> str:
+    full = round(width * done / total)
+    return f"[{'#' * full}{'.' * (width - full)}] {done:>3}/{total}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--runs", type=int, default=50)
+    ap.add_argument("--seed", type=int, default=0)
+    args = ap.parse_args(argv)
+    ctx = multiprocessing.get_context("fork")
+    from agentlab.tokens import count_text_tokens
+    count_text_tokens("warm up", "gpt-4o")  # children inherit the loaded encoding...
+    sim.Simulator(_policy("serial")).llm().chat([{"role": "user", "content": "hi"}])  # ...and SDK
+    rng = random.Random(args.seed)
+    plans = [_plan(rng) for _ in range(args.runs)]
+    root = Path(tempfile.mkdtemp(prefix="agentlab-soak-"))
+    t0 = time.perf_counter()
+    try:
+        base = soak_run(root, 99, {"store": "json", "interval": 3, "shape": "serial", "kills": []}, ctx)
+        baseline = {s: base["out"]["tokens"] for s in ("serial",)}
+        par = soak_run(root, 98, {"store": "json", "interval": 3, "shape": "parallel", "kills": []}, ctx)
+        baseline["parallel"] = par["out"]["tokens"]
+        results = []
+        for i, cfg in enumerate(plans):
+            res = soak_run(root, i, cfg, ctx)
+            res["tokens_ok"] = res.get("out", {}).get("tokens") == baseline[cfg["shape"]]
+            results.append(res)
+            tail = f"  kills {sum(sum(r['kills'].values()) for r in results):>3}" \
+                   f"  re-executed {sum(r.get('reexecuted_done', 0) for r in results)}"
+            last = i + 1 == len(plans)
+            if sys.stdout.isatty():  # one line, redrawn
+                print(f"\r{bar(i + 1, len(plans))}{tail}", end="\n" if last else "", flush=True)
+            elif (i + 1) % 10 == 0 or last:  # a log: one line every 10 runs
+                print(f"{bar(i + 1, len(plans))}{tail}", flush=True)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    wall = time.perf_counter() - t0
+    kills = sum((r["kills"] for r in results), Counter())
+    finished = sum(r["ok"] for r in results)
+    print()
+    print(f"Crash soak: {len(results)} runs (seed {args.seed}), {wall:.1f} s")
+    print(f"  runs finished with their first run_id   {finished}/{len(results)}")
+    print(f"  processes started                       {sum(r.get('attempts', 0) for r in results)}"
+          f" ({sum(kills.values())} killed)")
+    print("  kills by point                          " + ", ".join(f"{k} {kills[k]}" for k in KINDS))
+    print(f"  step executions                         {sum(r.get('executions', 0) for r in results)}"
+          f" (6 per run + the steps running when a process died)")
+    print(f"  completed steps re-executed             {sum(r.get('reexecuted_done', 0) for r in results)}")
+    print(f"  runs with each side effect exactly once {sum(r.get('effects_ok', False) for r in results)}/{len(results)}")
+    print(f"  runs with the uninterrupted token total {sum(r['tokens_ok'] for r in results)}/{len(results)}")
+    bad = [(i, r["why"]) for i, r in enumerate(results) if not r["ok"]]
+    for i, why in bad:
+        print(f"  run {i}: NOT finished: {why} {plans[i]}")
+    ok = (not bad and all(r["effects_ok"] and r["tokens_ok"] for r in results)
+          and sum(r["reexecuted_done"] for r in results) == 0)
+    print("PASS" if ok else "FAIL")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
