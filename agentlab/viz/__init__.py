@@ -12,3 +12,4 @@ from .executor import *  # noqa: F401,F403
 from .messages import *  # noqa: F401,F403
 from .observe import *  # noqa: F401,F403
 from .runtime import *  # noqa: F401,F403
+from .checkpoints import *  # noqa: F401,F403
