@@ -1,4 +1,4 @@
-"""Checks for exercise 11, resume logic (``notebooks/exercises/11_resume.ipynb``).
+"""Checks for exercise 11, resume logic (``notebooks/exercises/11_resume_logic.ipynb``).
 
 A run crashed. On disk there are checkpoints (``CheckpointManager.list_checkpoints()``) and a
 durable tool-result log (``completed_tool_calls(run_id)``). The student writes two decisions:

@@ -1,4 +1,4 @@
-"""Checks for exercise 12, a metric computed from spans (``notebooks/exercises/12_span_metrics.ipynb``).
+"""Checks for exercise 12, a metric computed from spans (``notebooks/exercises/12_span_metric.ipynb``).
 
 Spans are the dicts of ``json.loads(observer.export_json())["spans"]``. A tool span has
 ``attributes["gen_ai.operation.name"] == "execute_tool"`` and the tool's name in
