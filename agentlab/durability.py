@@ -11,7 +11,8 @@ module owns what is saved, restored and replayed):
    saves revision 1 at turn 0 (``saved_due_to="start"``): a run is resumable from its first
    moment. A resumed run gets back its messages, state-store values, tool-call log, turn
    counter, token usage and the time it had used, and keeps its ``run_id``; its next
-   checkpoint is the next revision.
+   checkpoint is the next revision. The model client's API key is registered with
+   ``cm.add_secret`` so it is masked wherever it would be written.
 3. ``execute_tools(rt, run, calls, parallel, timeout)`` instead of the bare executor. A call
    whose result is in the durable log is not run again (the recorded result is reused). Every
    other call runs through the executor with the idempotency prefix ``"<run_id>:"`` (a tool
@@ -112,6 +113,9 @@ def begin_run(rt: Any, run: Any, task: str, cp: Checkpoint | None) -> None:
     ``tool_calls_made``, and moves ``t0``/``deadline`` back by the time already used.
     """
     cm = rt.checkpoints
+    key = getattr(getattr(rt.llm, "client", None), "api_key", None)
+    if isinstance(key, str) and len(key) >= 6:  # what the client was built with never reaches disk
+        cm.add_secret(key)
     if cp is None:
         rt._durable = DurableRun(run.run_id, task)
         cm.run_id = run.run_id

@@ -15,6 +15,7 @@ import pytest
 from agentlab import sim
 from agentlab.checkpoints import CheckpointManager, idempotency_key, is_safe_point
 from agentlab.errors import CheckpointError, ConfigError
+from agentlab.llm import LLMClient
 from agentlab.observe import AgentObserver
 from agentlab.research import SYSTEM_PROMPT, research_tools
 from agentlab.runtime import AgentRuntime, RunState, RuntimeConfig
@@ -365,3 +366,24 @@ def test_streaming_runs_are_traced_and_checkpointed_the_same(tmp_path):
     assert [c["saved_due_to"] for c in cm.list_checkpoints()] == [
         "start", "interval", "interval", "completed"]
     assert {c["run_id"] for c in cm.list_checkpoints()} == {r.run_id}
+
+
+def test_the_client_api_key_never_reaches_disk(tmp_path):
+    key = "sk-live-" + "K3y" * 8
+    reg = ToolRegistry()
+
+    @reg.tool()
+    def leak(n: int) -> str:
+        """Echo a secret by mistake.
+
+        Args:
+            n: anything.
+        """
+        return f"configured with {key}"
+    s = sim.Simulator(sim.Script([sim.call("leak", {"n": 1}), sim.text("done")]))
+    cm = CheckpointManager(tmp_path / "cp", auto_save_interval=1)
+    llm = LLMClient(client=s.client(api_key=key))
+    r = AgentRuntime(llm, reg, checkpoints=cm).run("go")
+    assert r.ok
+    disk = b"".join(p.read_bytes() for p in (tmp_path / "cp").rglob("*") if p.is_file())
+    assert key.encode() not in disk and b"[REDACTED]" in disk
