@@ -113,9 +113,9 @@ def begin_run(rt: Any, run: Any, task: str, cp: Checkpoint | None) -> None:
     ``tool_calls_made``, and moves ``t0``/``deadline`` back by the time already used.
     """
     cm = rt.checkpoints
-    key = getattr(getattr(rt.llm, "client", None), "api_key", None)
-    if isinstance(key, str) and len(key) >= 6:  # what the client was built with never reaches disk
-        cm.add_secret(key)
+    api_key = getattr(getattr(rt.llm, "client", None), "api_key", None)
+    if isinstance(api_key, str) and len(api_key) >= 6:  # what the client was built with stays off disk
+        cm.add_secret(api_key)
     if cp is None:
         rt._durable = DurableRun(run.run_id, task)
         cm.run_id = run.run_id
@@ -228,8 +228,9 @@ def end_run(rt: Any, run: Any, state: Any, reason: str) -> None:
     d = getattr(rt, "_durable", None)
     if d is None or not d.started or d.run_id != run.run_id:
         return  # the run never started its durable side (e.g. it failed to restore)
-    due = "completed" if getattr(state, "value", state) == "finished" else str(getattr(state, "value", state))
-    _save(rt, run, due, stopped_reason=reason, errors=list(run.errors))
+    name = str(getattr(state, "value", state))  # a RunState: finished, error, exhausted, ...
+    _save(rt, run, "completed" if name == "finished" else name, stopped_reason=reason,
+          errors=list(run.errors))
 
 
 def _save(rt: Any, run: Any, due: str, **extra: Any) -> str | None:
