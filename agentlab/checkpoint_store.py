@@ -25,6 +25,7 @@ import logging
 import os
 import re
 import sqlite3
+import time
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -331,8 +332,19 @@ class SQLiteBackend:
                 con.close()
             con = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
             con.execute("PRAGMA synchronous=FULL")  # fsync the WAL at every commit
-            con.execute("PRAGMA journal_mode=WAL")
-            con.executescript(self._SCHEMA)
+            # Switching to WAL and creating the schema can fail with "database is locked" at
+            # once, busy timeout or not, when another process is setting up the same new file:
+            # retry that for a bounded time instead of reporting a corrupt store.
+            deadline = time.monotonic() + 30.0
+            while True:
+                try:
+                    con.execute("PRAGMA journal_mode=WAL")
+                    con.executescript(self._SCHEMA)
+                    break
+                except sqlite3.OperationalError as exc:
+                    if "locked" not in str(exc) or time.monotonic() > deadline:
+                        raise
+                    time.sleep(0.02)
             self._local.con = con
             self._local.ident = (os.getpid(), os.stat(self.path).st_ino)
         return con
