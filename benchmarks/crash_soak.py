@@ -95,27 +95,24 @@ def _arm(cm: CheckpointManager, kill: tuple[str, int] | None) -> None:
     if kill is None or kill[0].startswith("tool"):
         return
     kind, k = kill
-    count = Counter()
+    count = Counter()  # saves seen, for the two mid-save kills below
+
+    def die_after(obj, method: str) -> None:
+        """Wrap ``obj.method`` so the process dies right after its k-th call returns."""
+        original, calls = getattr(obj, method), Counter()
+
+        def wrapped(*a, **kw):
+            out = original(*a, **kw)
+            calls["n"] += 1
+            if calls["n"] == k:
+                _die()
+            return out
+        setattr(obj, method, wrapped)
+
     if kind == "after-record":
-        record = cm.record_tool_result
-
-        def record_then_die(*a, **kw):
-            out = record(*a, **kw)
-            count["r"] += 1
-            if count["r"] == k:
-                _die()
-            return out
-        cm.record_tool_result = record_then_die  # type: ignore[method-assign]
+        die_after(cm, "record_tool_result")
     elif kind == "after-save":
-        save = cm.save
-
-        def save_then_die(*a, **kw):
-            out = save(*a, **kw)
-            count["s"] += 1
-            if count["s"] == k:
-                _die()
-            return out
-        cm.save = save_then_die  # type: ignore[method-assign]
+        die_after(cm, "save")
     elif isinstance(cm.backend, JSONBackend):
         write = cm.backend._atomic_write
 
