@@ -7,7 +7,7 @@ trying again could help).
     AgentError                  code, message, retryable, details
     ├── ProviderError           the model API failed (rate_limited, provider_timeout, auth_failed, ...)
     ├── ToolError               a tool could not run (tool_not_found, invalid_arguments, tool_timeout, ...)
-    ├── ConfigError             the runtime was set up wrongly
+    ├── ConfigError             a constructor or call was misused (also a ValueError)
     ├── CheckpointError         a checkpoint is corrupt or from an unknown format version
     └── StateError              a state key or value was refused (invalid_key, not_serializable)
 
@@ -94,8 +94,11 @@ class ToolError(AgentError):
     """A tool could not be found, validated, run, or finished in time."""
 
 
-class ConfigError(AgentError):
-    """The runtime or one of its parts was configured wrongly."""
+class ConfigError(AgentError, ValueError):
+    """A constructor or call was misused: a bad argument, option or combination.
+
+    Also a ``ValueError``, so code that catches the built-in for bad arguments still works.
+    """
 
 
 class CheckpointError(AgentError):

@@ -36,6 +36,8 @@ import openai
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
 from .errors import ConfigError, ProviderError
+from .models import DEFAULT_MODEL
+from .sim.core import SimulatedAPI
 
 __all__ = [
     "ToolCall", "LLMResponse", "Attempt", "LLMClient",
@@ -252,7 +254,7 @@ class LLMClient:
 
     HISTORY_LIMIT = 10_000  # attempts kept in ``.history`` (oldest dropped first)
 
-    def __init__(self, model: str = "gpt-4o", base_url: str | None = None,
+    def __init__(self, model: str = DEFAULT_MODEL, base_url: str | None = None,
                  api_key: str | None = None, max_retries: int = 3, retry_base_delay: float = 1.0,
                  timeout: float = 60.0, client: openai.OpenAI | None = None, *,
                  max_retry_delay: float = 30.0, seed: int | None = None,
@@ -289,16 +291,15 @@ class LLMClient:
         ``OPENAI_BASE_URL`` and ``AGENTLAB_MODEL`` are honoured; explicit keywords win.
         ``simulator``: the ``agentlab.sim.Simulator`` to use when there is no key.
         """
-        kw.setdefault("model", os.environ.get("AGENTLAB_MODEL") or "gpt-4o")
+        kw.setdefault("model", os.environ.get("AGENTLAB_MODEL") or DEFAULT_MODEL)
         key = os.environ.get("OPENAI_API_KEY")
         if key:
             kw.setdefault("api_key", key)
             kw.setdefault("base_url", os.environ.get("OPENAI_BASE_URL") or None)
             return cls(**kw)
         if simulator is None:
-            from .sim import Simulator  # imported here: no simulator work unless needed
-            simulator = Simulator()
-        return simulator.llm(**kw)
+            simulator = SimulatedAPI()
+        return cls(client=simulator.client(), **kw)
 
     # -- public calls -------------------------------------------------------------------------
 

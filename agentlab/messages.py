@@ -32,6 +32,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, Iterable
 
 from .errors import ConfigError
+from .models import DEFAULT_MODEL
 from .tokens import (REPLY_PRIMING, count_message_tokens, count_messages_tokens, count_tools_tokens,
                      encoding_for)
 
@@ -121,7 +122,7 @@ class MessageManager:
     Taught in ``notebooks/04_message_manager.ipynb``.
     """
 
-    def __init__(self, system_prompt: str = "", model: str = "gpt-4o", max_tokens: int = 120000,
+    def __init__(self, system_prompt: str = "", model: str = DEFAULT_MODEL, max_tokens: int = 120000,
                  compression_threshold: float = 0.75, strategy: str = "sliding_window", *,
                  llm: Any = None, keep_recent: int = 6, compress_to: float | None = None,
                  max_message_tokens: int | None = None, summary_max_tokens: int = 400,

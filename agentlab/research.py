@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 from .errors import ToolError
+from .models import DEFAULT_MODEL
 
 if TYPE_CHECKING:  # imported lazily at call time: importing this module does no work
     from .llm import LLMClient
@@ -40,7 +41,7 @@ __all__ = [
     "web_search", "read_url", "research_tools", "with_tool_faults", "run_demo", "format_trace",
 ]
 
-CORPUS_DIR = Path(__file__).resolve().parents[1] / "data" / "corpus"
+CORPUS_DIR = Path(__file__).resolve().parent / "data" / "corpus"
 
 #: The article's research-assistant prompt, with its workflow made explicit.
 SYSTEM_PROMPT = """You are a research assistant. Workflow:
@@ -322,7 +323,7 @@ def _demo_llm() -> "LLMClient":
 
     sim = Simulator(Researcher(), latency=Latency(first_token_ms=40, tokens_per_second=400,
                                                   time_scale=0.05), seed=0)
-    return sim.llm(model=os.environ.get("AGENTLAB_MODEL", "gpt-4o"))
+    return sim.llm(model=os.environ.get("AGENTLAB_MODEL") or DEFAULT_MODEL)
 
 
 def _call_text(name: str, args: dict) -> str:

@@ -47,20 +47,25 @@ from collections import deque
 from dataclasses import asdict, dataclass
 from typing import Any, Callable, Iterable
 
+from .errors import ConfigError
+
 __all__ = ["AdaptiveTimeoutManager", "TimingStats", "percentile", "adaptive_timeout_s"]
 
 
-def percentile(values: Iterable[float], q: float) -> float:
+def percentile(values: Iterable[float], q: float) -> float | None:
     """The q-th percentile (0..100) by linear interpolation; equals ``numpy.percentile``.
 
+    The one percentile of the package (chapter 12's reports use it too). No values means no
+    percentile: the result is ``None``, never a made-up number.
+
     Raises:
-        ValueError: for no values or ``q`` outside [0, 100].
+        ConfigError: ``q`` outside [0, 100].
     """
+    if not 0.0 <= q <= 100.0:
+        raise ConfigError("invalid_argument", f"q must be in [0, 100], got {q}")
     data = sorted(values)
     if not data:
-        raise ValueError("percentile of no values is undefined")
-    if not 0.0 <= q <= 100.0:
-        raise ValueError(f"q must be in [0, 100], got {q}")
+        return None
     return _percentile_sorted(data, q)
 
 

@@ -17,6 +17,7 @@ import base64
 import hashlib
 import json
 import threading
+from .models import DEFAULT_MODEL
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterable
@@ -32,8 +33,8 @@ __all__ = [
     "count_tools_tokens",
 ]
 
-#: Where the bundled encodings live (``<repo>/data/tiktoken``).
-DATA_DIR = Path(__file__).resolve().parent.parent / "data" / "tiktoken"
+#: Where the bundled encodings live (``agentlab/data/tiktoken``, installed with the package).
+DATA_DIR = Path(__file__).resolve().parent / "data" / "tiktoken"
 
 #: The hashes tiktoken itself checks for the published files.
 ENCODING_SHA256 = {
@@ -54,12 +55,13 @@ def _read_ranks(name: str) -> dict[bytes, int]:
     path = DATA_DIR / f"{name}.tiktoken"
     if not path.exists():
         raise FileNotFoundError(
-            f"{path} is missing: agentlab needs its bundled tiktoken files (see data/README.md)")
+            f"{path} is missing: agentlab needs its bundled tiktoken files (see agentlab/data/README.md); reinstall agentlab (pip install -e .) or restore the file with `git checkout agentlab/data/tiktoken`")
     raw = path.read_bytes()
     digest = hashlib.sha256(raw).hexdigest()
     if digest != ENCODING_SHA256[name]:
         raise ValueError(f"{path} has SHA-256 {digest}, expected {ENCODING_SHA256[name]}: "
-                         "the file is corrupt; copy it again from shared/data/tiktoken")
+                         "the file is corrupt; restore it with `git checkout agentlab/data/tiktoken` "
+                         "(or reinstall agentlab)")
     ranks: dict[bytes, int] = {}
     for line in raw.splitlines():
         if line:
@@ -99,7 +101,7 @@ def encoding_for(model: str):
     return get_encoding("o200k_base")
 
 
-def count_text_tokens(text: str, model: str = "gpt-4o") -> int:
+def count_text_tokens(text: str, model: str = DEFAULT_MODEL) -> int:
     """Number of tokens in a plain string."""
     return len(encoding_for(model).encode(text, disallowed_special=()))
 
@@ -112,7 +114,7 @@ def _value_text(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
-def count_message_tokens(message: dict, model: str = "gpt-4o") -> int:
+def count_message_tokens(message: dict, model: str = DEFAULT_MODEL) -> int:
     """Tokens one message costs in a prompt (without the 3 reply-priming tokens)."""
     enc = encoding_for(model)
     total = TOKENS_PER_MESSAGE
@@ -125,7 +127,7 @@ def count_message_tokens(message: dict, model: str = "gpt-4o") -> int:
     return total
 
 
-def count_tools_tokens(tools: Iterable[dict] | None, model: str = "gpt-4o") -> int:
+def count_tools_tokens(tools: Iterable[dict] | None, model: str = DEFAULT_MODEL) -> int:
     """Tokens that function-tool schemas add to a prompt (the cookbook's recipe)."""
     tools = list(tools or [])
     if not tools:
@@ -154,7 +156,7 @@ def count_tools_tokens(tools: Iterable[dict] | None, model: str = "gpt-4o") -> i
     return total + func_end
 
 
-def count_messages_tokens(messages: Iterable[dict], model: str = "gpt-4o",
+def count_messages_tokens(messages: Iterable[dict], model: str = DEFAULT_MODEL,
                           tools: Iterable[dict] | None = None) -> int:
     """Prompt tokens for a whole request: every message, reply priming, and tools if given."""
     return (sum(count_message_tokens(m, model) for m in messages) + REPLY_PRIMING

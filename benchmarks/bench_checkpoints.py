@@ -18,17 +18,15 @@ from __future__ import annotations
 
 import random
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from agentlab.checkpoints import CheckpointManager  # noqa: E402
-from agentlab.naive.checkpoints import NaiveCheckpointManager  # noqa: E402
-from agentlab.naive.observe import NaiveObserver  # noqa: E402
-from agentlab.observe import AgentObserver  # noqa: E402
+from agentlab.checkpoints import CheckpointManager
+from agentlab.naive.checkpoints import NaiveCheckpointManager
+from agentlab.naive.observe import NaiveObserver
+from agentlab.observe import AgentObserver
 
 WORDS = ("agent runtime checkpoint token latency tool search result page model answer "
          "state resume crash durable atomic replay revision idempotent").split()

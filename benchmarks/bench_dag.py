@@ -16,19 +16,16 @@ from __future__ import annotations
 
 import random
 import statistics
-import sys
 import threading
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from agentlab.dag import DependencyAwareExecutor, critical_path, simulate_schedule  # noqa: E402
-from agentlab.executor import ToolExecutor  # noqa: E402
-from agentlab.llm import ToolCall  # noqa: E402
-from agentlab.naive.dag import NaiveDependencyExecutor, run_with_watchdog  # noqa: E402
-from agentlab.sim.tool_latency import LogNormal, latency_tool  # noqa: E402
-from agentlab.tools import ToolRegistry  # noqa: E402
+from agentlab.dag import DependencyAwareExecutor, critical_path, simulate_schedule
+from agentlab.executor import ToolExecutor
+from agentlab.llm import ToolCall
+from agentlab.naive.dag import NaiveDependencyExecutor, run_with_watchdog
+from agentlab.sim.tool_latency import LogNormal, latency_tool
+from agentlab.tools import ToolRegistry
 
 
 def random_dag(n: int, seed: int) -> tuple[dict[str, list[str]], dict[str, float]]:

@@ -16,14 +16,12 @@ import argparse
 import statistics
 import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from agentlab.executor import ToolExecutor  # noqa: E402
-from agentlab.llm import ToolCall  # noqa: E402
-from agentlab.naive.executor import NaiveToolExecutor  # noqa: E402
-from agentlab.tools import ToolRegistry  # noqa: E402
+from agentlab.executor import ToolExecutor
+from agentlab.llm import ToolCall
+from agentlab.naive.executor import NaiveToolExecutor
+from agentlab.tools import ToolRegistry
 
 
 def make_registry() -> ToolRegistry:

@@ -21,17 +21,14 @@ import argparse
 import statistics
 import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import httpx2
+import openai
 
-import httpx2  # noqa: E402
-import openai  # noqa: E402
-
-from agentlab import sim  # noqa: E402
-from agentlab.errors import ProviderError  # noqa: E402
-from agentlab.llm import LLMClient, collect_stream  # noqa: E402
-from agentlab.naive.llm import NaiveLLMClient  # noqa: E402
+from agentlab import sim
+from agentlab.errors import ProviderError
+from agentlab.llm import LLMClient, collect_stream
+from agentlab.naive.llm import NaiveLLMClient
 
 SIZES = (50, 200, 600)
 

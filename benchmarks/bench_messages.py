@@ -12,17 +12,14 @@ Both versions run on the same messages in the same process.
 from __future__ import annotations
 
 import statistics
-import sys
 import time
-from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from agentlab.messages import MessageManager  # noqa: E402
-from agentlab.naive.messages import NaiveMessageManager  # noqa: E402
-from agentlab.tokens import count_message_tokens  # noqa: E402
+from agentlab.messages import MessageManager
+from agentlab.naive.messages import NaiveMessageManager
+from agentlab.tokens import count_message_tokens
 
 WORDS = ("agent tool result search page read write answer model context token budget message "
          "history window summary task step plan check data file query source note").split()

@@ -20,17 +20,15 @@ import json
 import statistics
 import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from openai.types.chat import ChatCompletion  # noqa: E402
+from openai.types.chat import ChatCompletion
 
-from agentlab import sim  # noqa: E402
-from agentlab.naive.llm import NaiveLLMClient  # noqa: E402
-from agentlab.naive.runtime import NaiveAgentRuntime, NaiveRuntimeConfig  # noqa: E402
-from agentlab.runtime import AgentRuntime, RuntimeConfig  # noqa: E402
-from agentlab.tools import ToolRegistry  # noqa: E402
+from agentlab import sim
+from agentlab.naive.llm import NaiveLLMClient
+from agentlab.naive.runtime import NaiveAgentRuntime, NaiveRuntimeConfig
+from agentlab.runtime import AgentRuntime, RuntimeConfig
+from agentlab.tools import ToolRegistry
 
 BIG = " ".join(f"token{i % 97}" for i in range(700))  # about 1k tokens
 

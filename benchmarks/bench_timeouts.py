@@ -16,19 +16,16 @@
 from __future__ import annotations
 
 import math
-import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from agentlab.executor import ToolExecutor  # noqa: E402
-from agentlab.llm import ToolCall  # noqa: E402
-from agentlab.naive.timeouts import NaiveTimeoutManager, NaiveToolExecutor  # noqa: E402
-from agentlab.sim.tool_latency import (Bimodal, Hanging, LogNormal, Slowdown,  # noqa: E402
+from agentlab.executor import ToolExecutor
+from agentlab.llm import ToolCall
+from agentlab.naive.timeouts import NaiveTimeoutManager, NaiveToolExecutor
+from agentlab.sim.tool_latency import (Bimodal, Hanging, LogNormal, Slowdown,
                                        latency_tool, replay)
-from agentlab.timeouts import AdaptiveTimeoutManager  # noqa: E402
-from agentlab.tools import ToolRegistry  # noqa: E402
+from agentlab.timeouts import AdaptiveTimeoutManager
+from agentlab.tools import ToolRegistry
 
 
 def workload() -> dict:

@@ -35,14 +35,13 @@ import time
 from collections import Counter
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from agentlab import sim  # noqa: E402
-from agentlab.checkpoint_store import JSONBackend, SQLiteBackend  # noqa: E402
-from agentlab.checkpoints import CheckpointManager  # noqa: E402
-from agentlab.errors import CheckpointError  # noqa: E402
-from agentlab.runtime import AgentRuntime  # noqa: E402
-from agentlab.tools import ToolRegistry  # noqa: E402
+from agentlab import sim
+from agentlab.checkpoints.store import JSONBackend, SQLiteBackend
+from agentlab.checkpoints import CheckpointManager
+from agentlab.errors import CheckpointError
+from agentlab.runtime import AgentRuntime
+from agentlab.tools import ToolRegistry
 
 TASK = "run the 6 steps"
 KINDS = ("tool-before", "tool-after", "after-record", "after-save", "mid-save")

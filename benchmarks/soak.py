@@ -17,13 +17,11 @@ import collections
 import sys
 import tempfile
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from agentlab import research, sim  # noqa: E402
-from agentlab.runtime import AgentRuntime, RuntimeConfig  # noqa: E402
-from agentlab.sim.researcher import Researcher  # noqa: E402
+from agentlab import research, sim
+from agentlab.runtime import AgentRuntime, RuntimeConfig
+from agentlab.sim.researcher import Researcher
 
 HANG_S = 0.5      # how long a hung tool sleeps (its timeout is TOOL_TIMEOUT_S)
 TOOL_TIMEOUT_S = 0.05

@@ -124,7 +124,7 @@ def test_a_crash_mid_write_leaves_the_previous_checkpoint_readable(tmp_path):
     out = run_py("""
         import builtins, os
         import agentlab.checkpoints
-        import agentlab.checkpoint_store as mod  # where the files are written
+        import agentlab.checkpoints.store as mod  # where the files are written
 
         class DiesMidWrite:  # writes half of the data to the real file, then the process dies
             def __init__(self, fh): self.fh = fh

@@ -6,7 +6,7 @@ import threading
 import time
 
 from agentlab import sim
-from agentlab.loop_guard import LoopDetector
+from agentlab.runtime.loop_guard import LoopDetector
 from agentlab.messages import MessageManager
 from agentlab.runtime import AgentRuntime, RunState, RuntimeConfig
 from agentlab.tools import ToolRegistry

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from agentlab.sim.tool_latency import LogNormal, Slowdown, replay
+from agentlab.errors import ConfigError
 from agentlab.timeouts import AdaptiveTimeoutManager, adaptive_timeout_s, percentile
 
 
@@ -27,11 +28,11 @@ def test_percentile_matches_numpy_for_many_sizes_and_q():
             assert percentile(data, q) == pytest.approx(np.percentile(data, q), rel=1e-12)
 
 
-def test_percentile_rejects_empty_and_bad_q():
-    with pytest.raises(ValueError):
-        percentile([], 50)
-    with pytest.raises(ValueError):
+def test_percentile_of_nothing_is_none_and_bad_q_is_refused():
+    assert percentile([], 50) is None
+    with pytest.raises(ConfigError) as err:
         percentile([1.0], 101)
+    assert err.value.code == "invalid_argument" and isinstance(err.value, ValueError)
 
 
 def test_stats_are_in_ms_and_agree_with_numpy():

@@ -11,7 +11,7 @@ from __future__ import annotations
 import random
 from typing import Callable
 
-from . import Case, run_cases
+from .cases import Case, run_cases
 
 __all__ = ["check_backoff", "check_should_retry"]
 

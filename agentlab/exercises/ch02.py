@@ -10,7 +10,7 @@ from __future__ import annotations
 import enum
 from typing import Callable, Literal
 
-from . import Case, run_cases
+from .cases import Case, run_cases
 
 __all__ = ["check_json_type", "check_choice_schema"]
 

@@ -13,7 +13,7 @@ import threading
 import time
 from typing import Callable
 
-from . import Case, run_cases
+from .cases import Case, run_cases
 
 __all__ = ["check_run_all"]
 

@@ -13,7 +13,7 @@ import random
 from typing import Callable
 
 from ..tokens import count_message_tokens, count_messages_tokens
-from . import Case, run_cases
+from .cases import Case, run_cases
 
 __all__ = ["check_trim", "reference_trim", "summarize_roles"]
 

@@ -17,7 +17,7 @@ import tempfile
 from pathlib import Path
 from typing import Callable
 
-from . import Case, run_cases
+from .cases import Case, run_cases
 
 __all__ = ["check_safe_key", "check_atomic_write", "SAFE_KEYS", "UNSAFE_KEYS"]
 

@@ -12,14 +12,14 @@ from __future__ import annotations
 
 from typing import Callable
 
-from ..loop_guard import LoopDetector, turn_signature
-from . import Case, run_cases
+from ..runtime.loop_guard import LoopDetector, turn_signature
+from .cases import Case, run_cases
 
 __all__ = ["check_loop_detector", "reference_detect_loop"]
 
 
 def reference_detect_loop(history: list, window: int = 4, threshold: int = 3) -> bool:
-    """The reference answer, built on ``agentlab.loop_guard.LoopDetector``."""
+    """The reference answer, built on ``agentlab.runtime.loop_guard.LoopDetector``."""
     d = LoopDetector(window, threshold)
     for turn in history:
         d.history.append(turn_signature(turn))

@@ -16,7 +16,7 @@ import json
 import random
 from typing import Callable
 
-from . import Case, run_cases
+from .cases import Case, run_cases
 
 __all__ = ["check_fragments", "reference_assemble", "stream_fragments"]
 

@@ -12,7 +12,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Callable
 
-from . import Case, run_cases
+from .cases import Case, run_cases
 
 __all__ = ["check_added_tool", "reference_count_pages", "run_research_with"]
 

@@ -13,7 +13,7 @@ import random
 from fractions import Fraction
 from typing import Callable
 
-from . import Case, run_cases
+from .cases import Case, run_cases
 
 __all__ = ["check_percentile", "reference_nearest_rank"]
 

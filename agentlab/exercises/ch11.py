@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from . import Case, run_cases
+from .cases import Case, run_cases
 
 __all__ = ["check_choose_checkpoint", "check_resume_plan"]
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import random
 from typing import Callable
 
-from . import Case, run_cases
+from .cases import Case, run_cases
 
 __all__ = ["check_tool_p95", "check_tool_error_rate", "make_spans"]
 

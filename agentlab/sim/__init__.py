@@ -17,22 +17,23 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from .core import MODELS, Simulator
+from .core import MODELS, SimulatedAPI
 from .faults import FAULT_KINDS, FaultPlan, Faults, FaultSpec, Latency
 from .policies import (SCRIPT_ENDED, Call, Function, Policy, Script, Text, ToolUser, call,
                        normalize_reply, synthesize_arguments, text)
 from .strict import SimulatorHTTPError, check_request
 
 __all__ = [
-    "Simulator", "MODELS",
+    "Simulator", "SimulatedAPI", "MODELS",
     "Policy", "Script", "Function", "ToolUser", "Researcher",
     "Text", "Call", "text", "call", "normalize_reply", "synthesize_arguments", "SCRIPT_ENDED",
     "Faults", "FaultPlan", "FaultSpec", "FAULT_KINDS", "Latency",
     "SimulatorHTTPError", "check_request",
 ]
 
-# Policies defined in other modules, imported on first use (their files may come later).
-_LAZY = {"Researcher": ".researcher"}
+# Imported on first use: ``Simulator`` needs ``agentlab.llm``, which itself imports ``core``
+# (its offline default), so loading it eagerly here would make the two import each other.
+_LAZY = {"Simulator": ".simulator", "Researcher": ".researcher"}
 
 
 def __getattr__(name: str) -> Any:

@@ -1,10 +1,14 @@
-"""The simulator: an OpenAI-compatible chat-completions endpoint in-process (notebook 00).
+"""The simulated API: an OpenAI-compatible chat-completions endpoint in-process (notebook 00).
 
-``Simulator`` answers ``POST /v1/chat/completions`` like the real API: it validates the
+``SimulatedAPI`` answers ``POST /v1/chat/completions`` like the real API: it validates the
 request (strict mode), asks its policy what to say, counts ``usage`` with tiktoken, and returns
 a ChatCompletion or an SSE stream. Faults and latency are layered on top. The same handler
 serves the in-process transport (``.client()``: the real ``openai`` SDK over an
 ``httpx2.MockTransport``) and the real HTTP server (``.serve()``, see ``server.py``).
+
+``agentlab.sim.Simulator`` is this class plus the chapter-01 shortcut ``.llm()``
+(``agentlab/sim/simulator.py``); ``LLMClient.from_env`` uses this class directly, so the client
+module and the simulator never import each other in a circle.
 
 Order of work per request: route -> parse JSON -> draw the fault (HTTP-error faults answer
 here) -> strict validation -> policy -> reply (+ malformed/truncated faults) -> latency.
@@ -19,12 +23,13 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
-from . import replies
+from .replies import CREATED, completion, sse, stream_events
 from .faults import FaultPlan, Faults, FaultSpec, Latency, fault_response
 from .policies import Call, Function, Policy, Script, ToolUser, normalize_reply
 from .strict import SimulatorHTTPError, api_error, check_request
+from ..models import DEFAULT_MODEL
 
-__all__ = ["Simulator", "SimReply", "MODELS"]
+__all__ = ["SimulatedAPI", "SimReply", "MODELS"]
 
 #: Models listed by ``GET /v1/models`` (any model name is accepted by chat completions).
 MODELS = ("gpt-4o", "gpt-4o-mini", "gpt-4.1", "gpt-4.1-mini", "o3-mini")
@@ -51,7 +56,7 @@ class SimReply:
                 delay = self.pace(n_tokens)
                 if delay > 0:
                     time.sleep(delay)
-            yield replies.sse(event)
+            yield sse(event)
 
 
 def _as_policy(policy: Any) -> Policy:
@@ -71,7 +76,7 @@ def _digest(*parts: Any) -> str:
     return hashlib.sha256("|".join(map(str, parts)).encode()).hexdigest()
 
 
-class Simulator:
+class SimulatedAPI:
     """An offline OpenAI-compatible model (see the module docstring and API.md).
 
     Args:
@@ -113,7 +118,7 @@ class Simulator:
         self._token_cache: dict[tuple[str, str], int] = {}
 
     def __repr__(self) -> str:
-        return (f"Simulator(policy={self.policy!r}, latency={self.latency!r}, "
+        return (f"{type(self).__name__}(policy={self.policy!r}, latency={self.latency!r}, "
                 f"faults={self.faults!r}, seed={self.seed}, strict={self.strict})")
 
     # ------------------------------------------------------------ public API
@@ -136,11 +141,6 @@ class Simulator:
         """The ``httpx2.MockTransport`` that routes requests into this simulator."""
         import httpx2
         return httpx2.MockTransport(self._on_transport_request)
-
-    def llm(self, model: str = "gpt-4o", **llm_kwargs: Any):
-        """An ``agentlab.llm.LLMClient`` talking to this simulator (chapter 01)."""
-        from agentlab.llm import LLMClient
-        return LLMClient(model=model, client=self.client(), **llm_kwargs)
 
     def serve(self, host: str = "127.0.0.1", port: int = 0):
         """Context manager: run this simulator as a real HTTP server; yields the base URL
@@ -183,7 +183,7 @@ class Simulator:
         slower than it into a timeout, the way a real client's read timeout would."""
         path = path.split("?")[0].rstrip("/")
         if method == "GET" and path in ("/v1/models", "/models"):
-            data = [{"id": m, "object": "model", "created": replies.CREATED,
+            data = [{"id": m, "object": "model", "created": CREATED,
                      "owned_by": "agentlab-sim"} for m in MODELS]
             return self._json(200, {"object": "list", "data": data})
         if not (method == "POST" and path in ("/v1/chat/completions", "/chat/completions")):
@@ -213,7 +213,7 @@ class Simulator:
 
     def _answer(self, entry: dict, body: Any, spec: FaultSpec | None, factor: float,
                 read_timeout: float | None) -> SimReply:
-        model = str(body.get("model") or "gpt-4o") if isinstance(body, dict) else "gpt-4o"
+        model = str(body.get("model") or DEFAULT_MODEL) if isinstance(body, dict) else DEFAULT_MODEL
         # 1. faults that replace the reply altogether
         if spec is not None and spec.status is not None:
             status, err, headers = fault_response(spec, model)
@@ -259,7 +259,7 @@ class Simulator:
         from agentlab.tokens import encoding_for
         include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
         truncated = spec is not None and spec.kind == "truncated_stream"
-        events = replies.stream_events(reply, encoding_for(reply["model"]),
+        events = stream_events(reply, encoding_for(reply["model"]),
                                        include_usage=include_usage, truncated=truncated)
         self._sleep(entry, first, read_timeout)
         pace = None
@@ -314,14 +314,14 @@ class Simulator:
             if len(toks) > limit:  # the model ran out of tokens mid-answer
                 content = enc.decode_bytes(toks[:limit]).decode("utf-8", errors="ignore")
                 finish = "length"
-        completion = (count_text_tokens(content, model) if content else 0) + sum(
+        n_completion = (count_text_tokens(content, model) if content else 0) + sum(
             count_text_tokens(c["function"]["name"], model)
             + count_text_tokens(c["function"]["arguments"], model) for c in wire_calls)
         prompt = self._prompt_tokens(messages, model, body.get("tools"))
-        usage = {"prompt_tokens": prompt, "completion_tokens": completion,
-                 "total_tokens": prompt + completion}
-        return replies.completion(cid="chatcmpl-" + key[:29], model=model, content=content,
-                                  calls=wire_calls, finish_reason=finish, usage=usage)
+        usage = {"prompt_tokens": prompt, "completion_tokens": n_completion,
+                 "total_tokens": prompt + n_completion}
+        return completion(cid="chatcmpl-" + key[:29], model=model, content=content,
+                          calls=wire_calls, finish_reason=finish, usage=usage)
 
     def _prompt_tokens(self, messages: list, model: str, tools: Any) -> int:
         """``tokens.count_messages_tokens`` with a per-message cache (histories repeat)."""

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from .strict import api_error
+from ..models import DEFAULT_MODEL
 
 __all__ = ["Faults", "FaultPlan", "FaultSpec", "Latency", "FAULT_KINDS", "fault_response"]
 
@@ -203,7 +204,7 @@ _ERRORS: dict[int, tuple[str, str, str | None]] = {
 }
 
 
-def fault_response(spec: FaultSpec, model: str = "gpt-4o") -> tuple[int, dict, dict]:
+def fault_response(spec: FaultSpec, model: str = DEFAULT_MODEL) -> tuple[int, dict, dict]:
     """``(status, body, headers)`` for an HTTP-error fault, shaped like the real API's."""
     status = spec.status or 500
     message, kind, code = _ERRORS.get(status, ("Simulated HTTP error.", "server_error"

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
+from ..timeouts import percentile
+
 __all__ = ["plot_trace", "plot_turn_cost", "plot_tool_latency"]
 
 _KIND_COLORS = {"run": "#90a4ae", "turn": "#64b5f6", "llm": "#ffb74d", "tool": "#81c784"}
@@ -144,7 +146,6 @@ def plot_tool_latency(source: Any, *, title: str | None = None,
 
     import matplotlib.pyplot as plt
 
-    from ..observe import percentile
 
     obs = _observer(source)
     calls: dict[str, list[tuple[float, bool]]] = {}

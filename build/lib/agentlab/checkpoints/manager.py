@@ -1,0 +1,403 @@
+"""Checkpoints that survive a crash, and a durable log so finished tool calls never run twice.
+
+Taught in ``notebooks/11_checkpoints.ipynb`` (article section 9; run identity, revisions,
+format versions and idempotency keys from the book chapter on runtimes, sections 1.4-1.5).
+
+A checkpoint is a snapshot of one run at a safe point: its messages, state, tool-call log and
+turn counter. ``CheckpointManager`` writes them to one of two backends:
+
+- JSON files in ``checkpoint_dir`` (the default): one file per checkpoint, written atomically
+  (temp file + fsync + ``os.replace``), so a crash leaves either the old file or the new one.
+- SQLite (``store="sqlite"`` or a path ending in ``.db``/``.sqlite``): two tables, WAL journal,
+  ``synchronous=FULL``, stdlib ``sqlite3``; the embedded default for real use.
+
+What the article's manager got wrong and this one does not:
+
+- ids are ``<seq:08d>-<time_ns:019d>-<random>``: ``seq`` is allocated under a cross-process
+  lock, so ids are unique and sort in creation order, even for saves in the same millisecond;
+- ``load()`` with no id reads the newest checkpoint *on disk*, so it works in a new process;
+- retention (``max_checkpoints``) counts what is on disk, across processes;
+- every checkpoint records ``format_version``, ``run_id``, ``revision`` and a wall-clock
+  ``created_at``; a corrupt file or an unknown version raises ``CheckpointError`` naming the file
+  (codes ``checkpoint_corrupt`` / ``checkpoint_incompatible``), never a bare ``JSONDecodeError``;
+- ``save`` refuses a history that is not at a safe point (an assistant ``tool_calls`` message
+  whose results are missing): resuming from it would send the API an invalid conversation;
+- secrets are not written: in ``state``, ``metadata`` and ``tool_calls_made`` a value whose key
+  looks like a credential (``api_key``, ``authorization``, ``*_secret``, ``password``,
+  ``*_token``/``token``, ``credentials``; but not ``total_tokens``/``max_tokens``) becomes
+  ``"[REDACTED]"``, strings shaped like ``sk-...`` keys or ``Bearer ...`` headers are masked, and
+  exact values registered with ``add_secret()`` are masked everywhere, messages included.
+  Objects that are not plain data (clients, connections, locks) are refused, never ``repr``'d.
+- no directory or database file is created until the first write.
+
+The file layout, the document format and both backends are in ``agentlab.checkpoints.store``.
+
+Run identity (book 1.4): a run keeps its ``run_id`` when it resumes; ``revision`` is
+1 + the highest revision of that run in the store, so the first checkpoint after a resume from
+revision r has revision r + 1.
+
+With the runtime: ``AgentRuntime(..., checkpoints=cm)`` saves at the start of a run, every
+``auto_save_interval`` turns at a safe point, and when the run ends; it records each tool
+result with ``record_tool_result`` as the call completes and reuses it on resume; and
+``run(task, resume_from="latest" | id)`` continues the same run. The wiring is in
+``agentlab.checkpoints.durable``; this module owns what is written and how it is read back.
+"""
+from __future__ import annotations
+
+import dataclasses
+import enum
+import json
+import logging
+import os
+import re
+import secrets
+import time
+import uuid
+from datetime import date, datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from .store import (FORMAT_VERSION, Checkpoint, CheckpointBackend, JSONBackend,
+                               SQLiteBackend, _render, make_backend)
+from ..errors import CheckpointError, ConfigError
+
+__all__ = [
+    "FORMAT_VERSION", "REDACTED", "Checkpoint", "CheckpointManager", "CheckpointBackend",
+    "JSONBackend", "SQLiteBackend", "is_safe_point", "unsafe_index", "pending_tool_calls",
+    "idempotency_key", "scrub_secrets", "new_run_id",
+]
+
+logger = logging.getLogger(__name__)
+
+REDACTED = "[REDACTED]"
+_RUN_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
+
+
+def new_run_id() -> str:
+    """A fresh run id (``run-<uuid4>``)."""
+    return f"run-{uuid.uuid4()}"
+
+
+def idempotency_key(run_id: str, tool_call_id: str) -> str:
+    """The key a side-effecting tool gets: the same for a call and for its replay after a resume."""
+    return f"{run_id}:{tool_call_id}"
+
+
+# ---------------------------------------------------------------- safe points
+def _tool_call_ids(msg: dict) -> list[str]:
+    return [tc["id"] if isinstance(tc, dict) else tc.id for tc in msg.get("tool_calls") or []]
+
+
+def unsafe_index(messages: list[dict]) -> tuple[int, list[str]] | None:
+    """Index of the first message that breaks the pairing rule, with the missing call ids.
+
+    The rule (what the real API enforces): an assistant message with ``tool_calls`` is followed
+    by one ``tool`` message per call id, and a ``tool`` message only answers such a call.
+    Returns ``None`` when the history is at a safe point.
+    """
+    i, n = 0, len(messages)
+    while i < n:
+        msg = messages[i]
+        if msg.get("role") == "tool":  # a result with no call right before it
+            return i, [msg.get("tool_call_id", "?")]
+        ids = _tool_call_ids(msg) if msg.get("role") == "assistant" else []
+        j = i + 1
+        answered = set()
+        while j < n and messages[j].get("role") == "tool":
+            answered.add(messages[j].get("tool_call_id"))
+            j += 1
+        if ids:
+            missing = [c for c in ids if c not in answered]
+            if missing or answered - set(ids):
+                return i, missing or sorted(answered - set(ids))
+            i = j
+        else:
+            i += 1
+    return None
+
+
+def is_safe_point(messages: list[dict]) -> bool:
+    """True when every assistant ``tool_calls`` message has all its results (resumable)."""
+    return unsafe_index(messages) is None
+
+
+def pending_tool_calls(messages: list[dict]) -> list[dict]:
+    """The calls of the last assistant ``tool_calls`` message that have no result yet."""
+    for i in range(len(messages) - 1, -1, -1):
+        msg = messages[i]
+        if msg.get("role") == "assistant" and msg.get("tool_calls"):
+            done = {m.get("tool_call_id") for m in messages[i + 1:] if m.get("role") == "tool"}
+            return [tc for tc in msg["tool_calls"]
+                    if (tc["id"] if isinstance(tc, dict) else tc.id) not in done]
+    return []
+
+
+# ---------------------------------------------------------------- plain data and secrets
+_SECRET_WORDS = {"secret", "password", "passwd", "credential", "credentials", "authorization",
+                 "apikey", "cookie"}
+_SECRET_VALUE_RE = re.compile(r"\bsk-[A-Za-z0-9_\-]{16,}|\bBearer\s+[A-Za-z0-9._~+/=\-]{8,}")
+
+
+def _is_secret_key(key: str) -> bool:
+    words = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", str(key)).lower()
+    words = [w for w in re.split(r"[^a-z0-9]+", words) if w]
+    if not words:
+        return False
+    pairs = set(zip(words, words[1:]))
+    return (bool(_SECRET_WORDS.intersection(words)) or words[-1] in ("token", "auth")
+            or bool(pairs & {("api", "key"), ("private", "key"), ("access", "key")}))
+
+
+def _mask(text: str) -> str:
+    return _SECRET_VALUE_RE.sub(lambda m: ("sk-" if m.group(0).startswith("sk-") else "Bearer ")
+                                + REDACTED, text)
+
+
+def _plain(obj: Any, where: str, scrub: bool) -> Any:
+    """Convert to JSON data (dict/list/str/number/bool/None); scrub secrets when asked."""
+    if obj is None or isinstance(obj, (bool, int, float)):
+        return obj
+    if isinstance(obj, str):
+        return _mask(obj) if scrub else obj
+    if isinstance(obj, dict):
+        return {str(k): (REDACTED if scrub and _is_secret_key(k) and v is not None
+                         else _plain(v, f"{where}[{k!r}]", scrub)) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_plain(v, f"{where}[{i}]", scrub) for i, v in enumerate(obj)]
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return _plain({f.name: getattr(obj, f.name) for f in dataclasses.fields(obj)}, where, scrub)
+    if isinstance(obj, enum.Enum):
+        return _plain(obj.value, where, scrub)
+    if isinstance(obj, (datetime, date)):
+        return obj.isoformat()
+    if isinstance(obj, Path):
+        return str(obj)
+    if callable(getattr(obj, "to_dict", None)):
+        return _plain(obj.to_dict(), where, scrub)
+    raise CheckpointError(
+        "not_serializable",
+        f"cannot save {where}: a {type(obj).__module__}.{type(obj).__qualname__} is not plain "
+        "data. Checkpoints hold JSON data only; clients, connections, locks and functions are "
+        "never written. Store the settings needed to rebuild it instead.",
+        details={"where": where, "type": type(obj).__qualname__})
+
+
+def scrub_secrets(obj: Any) -> Any:
+    """A copy of ``obj`` as plain data with credential-like keys and key-shaped strings masked."""
+    return _plain(obj, "value", scrub=True)
+
+
+def _json_default(obj: Any) -> Any:
+    return _plain(obj, "messages", scrub=False)
+
+
+# ---------------------------------------------------------------- the manager
+class CheckpointManager:
+    """Save, list, load and prune checkpoints of agent runs; keep the durable tool-result log.
+
+    Args:
+        checkpoint_dir: folder of the JSON files (and of ``checkpoints.db`` with ``store="sqlite"``).
+        auto_save_interval: ``should_save(turn)`` is true every this many turns.
+        max_checkpoints: how many checkpoints the store keeps (oldest removed first, counted
+            on disk across processes and runs); ``None`` keeps all.
+        store: ``None``/``"json"``, ``"sqlite"``, a ``.db``/``.sqlite`` path, or a backend object.
+        run_id: the run new checkpoints belong to (a fresh ``run-<uuid>`` when omitted).
+        redact_values: exact secret strings (e.g. the API key a client was built with) that must
+            never reach disk, masked everywhere including messages; see also ``add_secret``.
+    """
+
+    def __init__(self, checkpoint_dir: str | os.PathLike = ".agent_checkpoints",
+                 auto_save_interval: int = 3, max_checkpoints: int | None = 10,
+                 store: Any = None, *, run_id: str | None = None,
+                 redact_values: tuple[str, ...] | list[str] = ()) -> None:
+        if not isinstance(auto_save_interval, int) or auto_save_interval < 1:
+            raise ConfigError("invalid_config", "auto_save_interval must be an integer >= 1")
+        if max_checkpoints is not None and (not isinstance(max_checkpoints, int) or max_checkpoints < 1):
+            raise ConfigError("invalid_config", "max_checkpoints must be an integer >= 1 or None")
+        self.checkpoint_dir = Path(checkpoint_dir)
+        self.auto_save_interval = auto_save_interval
+        self.max_checkpoints = max_checkpoints
+        self.backend = make_backend(store, checkpoint_dir)
+        self._run_id = self._check_run_id(run_id) if run_id is not None else new_run_id()
+        self._secrets: list[str] = []
+        for value in redact_values:
+            self.add_secret(value)
+        self._last_saved_turn = 0
+        self.last_error: BaseException | None = None
+
+    # -- identity
+    @property
+    def run_id(self) -> str:
+        """The run that ``save`` writes to unless told otherwise."""
+        return self._run_id
+
+    @run_id.setter
+    def run_id(self, value: str) -> None:
+        self._run_id = self._check_run_id(value)
+
+    @staticmethod
+    def _check_run_id(run_id: str) -> str:
+        if not isinstance(run_id, str) or not _RUN_ID_RE.match(run_id):
+            raise CheckpointError("invalid_key", f"run_id {run_id!r} must be 1-128 characters of "
+                                  "letters, digits, '_', '.', '-', starting with a letter or digit")
+        return run_id
+
+    def add_secret(self, value: str | None) -> None:
+        """Never write this exact string (an API key, a token); masked even inside messages."""
+        if not value:
+            return
+        if len(str(value)) < 6:
+            raise ConfigError("invalid_config", "a secret to redact must be at least 6 characters "
+                              "(a shorter one would mask ordinary text)")
+        if str(value) not in self._secrets:
+            self._secrets.append(str(value))
+
+    # -- saving
+    def should_save(self, current_turn: int) -> bool:
+        """True when ``auto_save_interval`` turns have passed since the last save."""
+        return current_turn - self._last_saved_turn >= self.auto_save_interval
+
+    def save(self, turn: int, messages: list[dict], state: dict | None,
+             tool_calls_made: list | None, metadata: dict | None = None, *,
+             run_id: str | None = None) -> str:
+        """Write a checkpoint at a safe point and return its id.
+
+        Raises ``CheckpointError``: ``checkpoint_unsafe`` when an assistant ``tool_calls`` message
+        lacks results, ``not_serializable`` for non-data values (clients, locks, ...).
+        """
+        bad = unsafe_index(messages)
+        if bad is not None:
+            i, ids = bad
+            raise CheckpointError(
+                "checkpoint_unsafe",
+                f"messages[{i}] ({messages[i].get('role')}) breaks the tool-call pairing "
+                f"(unanswered or orphaned call ids: {', '.join(map(str, ids))}); save after every "
+                "tool result is appended, or use save_on_exception, which cuts the unfinished tail",
+                details={"index": i, "tool_call_ids": ids})
+        run = self._check_run_id(run_id) if run_id is not None else self._run_id
+        meta = _plain(metadata or {}, "metadata", scrub=True)
+        body = {  # the heavy parts are encoded outside the store lock
+            "metadata": json.dumps(meta, ensure_ascii=False, separators=(",", ":")),
+            "state": json.dumps(_plain(state or {}, "state", scrub=True), ensure_ascii=False,
+                                separators=(",", ":")),
+            "tool_calls_made": json.dumps(_plain(list(tool_calls_made or []), "tool_calls_made",
+                                                 scrub=True), ensure_ascii=False, separators=(",", ":")),
+            "messages": json.dumps(list(messages), ensure_ascii=False, separators=(",", ":"),
+                                   default=_json_default),
+        }
+        for secret in self._secrets:
+            enc = json.dumps(secret, ensure_ascii=False)[1:-1]
+            body = {k: v.replace(enc, REDACTED) for k, v in body.items()}
+
+        def build(seq: int, revision: int) -> tuple[dict, str]:
+            header = {"format_version": FORMAT_VERSION,
+                      "id": f"{seq:08d}-{time.time_ns():019d}-{secrets.token_hex(3)}",
+                      "run_id": run, "revision": revision, "turn": int(turn),
+                      "created_at": datetime.now(timezone.utc).isoformat(),
+                      "saved_due_to": str(meta.get("saved_due_to", "save")),
+                      "n_messages": len(messages)}
+            return header, _render(header, body)
+
+        header = self.backend.write(run, build, self.max_checkpoints)
+        self._last_saved_turn = int(turn)
+        logger.info("checkpoint %s saved (run %s, revision %s, turn %s, %d bytes)", header["id"],
+                    run, header["revision"], turn, header["size_bytes"])
+        return header["id"]
+
+    def save_on_exception(self, exc: BaseException, turn: int, messages: list[dict],
+                          state: dict | None, tool_calls_made: list | None,
+                          metadata: dict | None = None, *, run_id: str | None = None) -> str | None:
+        """Save what can be resumed after a failure; never raises (see ``last_error``).
+
+        An unfinished tool batch at the end of ``messages`` is cut off (a checkpoint must be a
+        valid conversation) and kept in ``metadata["unsafe_tail"]`` for diagnosis and for a
+        resume that wants to re-append it and fill results from the tool-result log.
+        """
+        meta = dict(metadata or {})
+        meta.update(saved_due_to="exception", exception_type=type(exc).__name__,
+                    exception_message=str(exc))
+        if hasattr(exc, "to_dict"):
+            meta["error"] = exc.to_dict()
+        msgs = list(messages)
+        bad = unsafe_index(msgs)
+        if bad is not None:
+            meta["unsafe_tail"] = msgs[bad[0]:]
+            msgs = msgs[:bad[0]]
+        try:
+            cid = self.save(turn, msgs, state, tool_calls_made, meta, run_id=run_id)
+        except Exception as save_exc:  # keep the original failure visible
+            self.last_error = save_exc
+            logger.error("could not save a checkpoint after %s: %s", type(exc).__name__, save_exc)
+            return None
+        logger.info("checkpoint %s saved after %s", cid, type(exc).__name__)
+        return cid
+
+    # -- reading
+    def load(self, checkpoint_id: str | None = None) -> Checkpoint | None:
+        """The checkpoint with this id, or the newest in the store (``None``/``"latest"``).
+
+        Returns ``None`` only when no id was given and the store is empty; an unknown id raises
+        ``checkpoint_not_found``; a corrupt or unknown-version one raises naming its file.
+        """
+        if checkpoint_id == "latest":
+            checkpoint_id = None
+        return self.backend.read(checkpoint_id)
+
+    def resume(self, checkpoint_id: str | None = "latest") -> Checkpoint | None:
+        """``load`` and continue that run here: binds ``run_id`` and the auto-save turn counter."""
+        cp = self.load(checkpoint_id)
+        if cp is not None:
+            self.bind(cp)
+        return cp
+
+    def bind(self, checkpoint: Checkpoint) -> None:
+        """Continue ``checkpoint``'s run here: its ``run_id``, and auto-save counted from its turn."""
+        self.run_id = checkpoint.run_id
+        self._last_saved_turn = checkpoint.turn
+
+    def list_checkpoints(self, run_id: str | None = None) -> list[dict]:
+        """Oldest first: id, run_id, revision, turn, created_at, saved_due_to, size_bytes, path.
+
+        A file whose header cannot be read is listed with ``"error": "checkpoint_corrupt"``.
+        """
+        rows = self.backend.headers()
+        return [r for r in rows if run_id is None or r.get("run_id") == run_id]
+
+    def delete_checkpoint(self, checkpoint_id: str) -> bool:
+        """Remove one checkpoint; True if it existed."""
+        return self.backend.delete(checkpoint_id)
+
+    def clear_all(self) -> int:
+        """Remove every checkpoint and tool result in the store; returns checkpoints removed."""
+        self._last_saved_turn = 0
+        return self.backend.clear()
+
+    # -- durable tool-call log ("no re-execution")
+    def record_tool_result(self, run_id: str, tool_call_id: str, name: str, result: str,
+                           success: bool, error_code: str | None = None, *,
+                           arguments: dict | None = None, turn: int | None = None) -> bool:
+        """Durably record a finished tool call before the run goes on.
+
+        The first record for ``(run_id, tool_call_id)`` wins: that is what the model was shown.
+        Returns False when the call was already recorded.
+        """
+        record = {"run_id": self._check_run_id(run_id), "tool_call_id": str(tool_call_id),
+                  "name": str(name), "result": str(result), "success": bool(success),
+                  "error_code": error_code,
+                  "arguments": None if arguments is None else _plain(arguments, "arguments", True),
+                  "turn": turn, "recorded_at": datetime.now(timezone.utc).isoformat()}
+        for secret in self._secrets:
+            record["result"] = record["result"].replace(secret, REDACTED)
+        return self.backend.record_tool_result(record)
+
+    def get_tool_result(self, run_id: str, tool_call_id: str) -> dict | None:
+        """The recorded outcome of this call, or None if it never completed."""
+        return self.completed_tool_calls(run_id).get(str(tool_call_id))
+
+    def completed_tool_calls(self, run_id: str) -> dict[str, dict]:
+        """Every recorded call of a run: ``{tool_call_id: record}`` in completion order."""
+        return self.backend.tool_results(self._check_run_id(run_id))
+
+    def __repr__(self) -> str:
+        return (f"CheckpointManager({str(self.checkpoint_dir)!r}, store={type(self.backend).__name__}, "
+                f"run_id={self.run_id!r})")

@@ -1,0 +1,109 @@
+"""Errors with a contract: every failure carries code, message, retryable and details.
+
+Taught in every chapter; the contract itself comes from the book chapter on runtimes
+(an error must say *what* went wrong, in a stable machine-readable ``code``, and whether
+trying again could help).
+
+    AgentError                  code, message, retryable, details
+    ├── ProviderError           the model API failed (rate_limited, provider_timeout, auth_failed, ...)
+    ├── ToolError               a tool could not run (tool_not_found, invalid_arguments, tool_timeout, ...)
+    ├── ConfigError             a constructor or call was misused (also a ValueError)
+    ├── CheckpointError         a checkpoint is corrupt or from an unknown format version
+    └── StateError              a state key or value was refused (invalid_key, not_serializable)
+
+Codes are short snake_case strings; the ones used across the package are listed in ``CODES``.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = [
+    "AgentError",
+    "ProviderError",
+    "ToolError",
+    "ConfigError",
+    "CheckpointError",
+    "StateError",
+    "CODES",
+]
+
+#: Error codes used by agentlab, with the meaning a reader can rely on.
+CODES: dict[str, str] = {
+    "rate_limited": "the provider answered 429; retry after a pause",
+    "provider_timeout": "the model call did not answer in time",
+    "provider_unavailable": "the provider failed (5xx) or could not be reached",
+    "auth_failed": "the API key was refused (401/403)",
+    "bad_request": "the provider rejected the request as malformed (400/404/422)",
+    "conflict": "the provider reported a conflict (409)",
+    "tool_not_found": "the model asked for a tool that is not registered",
+    "invalid_arguments": "tool arguments did not match the tool's schema",
+    "tool_failed": "a tool raised an exception",
+    "tool_timeout": "a tool did not finish within its timeout",
+    "dependency_failed": "a tool was not run because a call it depends on failed",
+    "max_turns": "the run reached its turn limit",
+    "deadline_exceeded": "the run reached its total time budget",
+    "cancelled": "the run was cancelled",
+    "loop_detected": "the model kept repeating the same tool calls",
+    "context_overflow": "the conversation does not fit the model's context",
+    "checkpoint_corrupt": "a checkpoint file could not be read",
+    "checkpoint_incompatible": "a checkpoint was written by an unknown format version",
+    "checkpoint_not_found": "no checkpoint with that id exists",
+    "invalid_key": "a state key could escape the store or is empty",
+    "not_serializable": "a value cannot be stored as JSON",
+    "cycle_detected": "tool dependencies form a cycle",
+    "unknown_dependency": "a tool depends on an id that is not in the batch",
+}
+
+
+class AgentError(Exception):
+    """Base of every agentlab error.
+
+    Args:
+        code: stable snake_case identifier (see ``CODES``); branch on this, not on the text.
+        message: a sentence for a human (or a model) that says what to do next.
+        retryable: whether the same call could succeed if tried again.
+        details: structured data about the failure (status, field names, ids, ...).
+    """
+
+    def __init__(self, code: str, message: str, *, retryable: bool = False,
+                 details: dict[str, Any] | None = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.retryable = retryable
+        self.details = dict(details or {})
+
+    def to_dict(self) -> dict[str, Any]:
+        """The error as plain data, for logs, results and checkpoints."""
+        return {"type": type(self).__name__, "code": self.code, "message": self.message,
+                "retryable": self.retryable, "details": self.details}
+
+    def __str__(self) -> str:
+        return f"[{self.code}] {self.message}"
+
+    def __repr__(self) -> str:
+        return (f"{type(self).__name__}(code={self.code!r}, message={self.message!r}, "
+                f"retryable={self.retryable!r})")
+
+
+class ProviderError(AgentError):
+    """The model API failed: rate limits, timeouts, auth, bad requests, 5xx."""
+
+
+class ToolError(AgentError):
+    """A tool could not be found, validated, run, or finished in time."""
+
+
+class ConfigError(AgentError, ValueError):
+    """A constructor or call was misused: a bad argument, option or combination.
+
+    Also a ``ValueError``, so code that catches the built-in for bad arguments still works.
+    """
+
+
+class CheckpointError(AgentError):
+    """A checkpoint is missing, corrupt, or from a format version this code does not know."""
+
+
+class StateError(AgentError):
+    """A state key or value was refused by a store."""

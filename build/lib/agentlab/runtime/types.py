@@ -1,0 +1,96 @@
+"""The records of a run (chapters 06-08): ``RunState``, ``RuntimeConfig``, ``AgentResult``.
+
+Kept apart from the loop (``agentlab.runtime``, which re-exports them) so that both stay short.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from enum import Enum
+from typing import Any
+
+from ..errors import ConfigError
+
+__all__ = ["RunState", "RuntimeConfig", "AgentResult"]
+
+
+class RunState(str, Enum):
+    """Where a run is. Every run ends in one of the last four (terminal) states."""
+
+    IDLE = "idle"
+    RUNNING = "running"
+    FINISHED = "finished"      # the model answered in plain text
+    EXHAUSTED = "exhausted"    # a budget ran out: max_turns, max_total_time, output length
+    CANCELLED = "cancelled"    # cancel() was called
+    ERROR = "error"            # the model failed, a loop was detected, or something broke
+
+    @property
+    def terminal(self) -> bool:
+        return self not in (RunState.IDLE, RunState.RUNNING)
+
+
+@dataclass
+class RuntimeConfig:
+    """Limits and switches of a run (the article's five fields, then ours).
+
+    Args:
+        max_turns: model calls allowed per run.
+        max_total_time: the run's deadline in seconds (bounds model calls and tools too).
+        parallel_tool_calls: run the calls of one turn in parallel.
+        loop_detection_window, loop_detection_threshold: see ``agentlab.runtime.loop_guard``.
+        step_timeout: upper bound in seconds on one model call (None: only the deadline).
+        tool_timeout: default per-tool timeout of the executor built by the runtime.
+        max_workers: threads of that executor.
+        temperature: sent with every model call.
+    """
+
+    max_turns: int = 20
+    max_total_time: float = 300.0
+    parallel_tool_calls: bool = True
+    loop_detection_window: int = 4
+    loop_detection_threshold: int = 3
+    step_timeout: float | None = None
+    tool_timeout: float = 30.0
+    max_workers: int = 4
+    temperature: float = 0.0
+
+    def __post_init__(self) -> None:
+        if self.max_turns < 1 or self.max_total_time <= 0 or self.tool_timeout <= 0:
+            raise ConfigError("invalid_config", "need max_turns >= 1, max_total_time > 0 and "
+                              "tool_timeout > 0")
+        if self.loop_detection_window < 2 or self.loop_detection_threshold < 2:
+            raise ConfigError("invalid_config", "need loop_detection_window >= 2 and "
+                              "loop_detection_threshold >= 2")
+
+
+@dataclass
+class AgentResult:
+    """What a run produced and why it stopped.
+
+    ``stopped_reason`` keeps the article's strings: ``completed``, ``max_turns (N)``,
+    ``timeout (Ns)``, ``loop_detected``, ``cancelled``, ``exception: <Type>``; plus ``length``
+    (the answer was cut at the model's output limit). ``errors`` holds ``AgentError.to_dict()``
+    records. ``turn_log`` has one entry per turn (timings in ms from the run's start, tokens).
+    """
+
+    content: str
+    turns: int = 0
+    total_tokens: int = 0
+    tool_calls_made: list[dict] = field(default_factory=list)
+    duration_ms: float = 0.0
+    stopped_reason: str = ""
+    state: RunState = RunState.IDLE
+    run_id: str = ""
+    errors: list[dict] = field(default_factory=list)
+    usage: dict = field(default_factory=dict)
+    finish_reason: str = ""
+    turn_log: list[dict] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        """True only for a clean completion (``FINISHED``)."""
+        return self.state is RunState.FINISHED
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["state"] = self.state.value
+        return d

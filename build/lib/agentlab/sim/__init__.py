@@ -1,0 +1,49 @@
+"""agentlab.sim: the embedded, offline, OpenAI-compatible model (notebooks 00 and 01).
+
+The real ``openai`` SDK talks to ``Simulator`` through an in-process ``httpx2`` transport
+(``sim.client()``) or over real HTTP on 127.0.0.1 (``with sim.serve() as url: ...``), so every
+notebook and test runs end to end with no network and no key::
+
+    from agentlab import sim
+    s = sim.Simulator(sim.Script([sim.call("web_search", {"query": "agents"}), sim.text("Done.")]))
+    client = s.client()                      # a real openai.OpenAI
+    client.chat.completions.create(model="gpt-4o", messages=[...], tools=[...])
+    s.requests                               # what went over the wire
+
+Importing this package does no work: no encodings, no threads, no sockets.
+"""
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from .core import MODELS, SimulatedAPI
+from .faults import FAULT_KINDS, FaultPlan, Faults, FaultSpec, Latency
+from .policies import (SCRIPT_ENDED, Call, Function, Policy, Script, Text, ToolUser, call,
+                       normalize_reply, synthesize_arguments, text)
+from .strict import SimulatorHTTPError, check_request
+
+__all__ = [
+    "Simulator", "SimulatedAPI", "MODELS",
+    "Policy", "Script", "Function", "ToolUser", "Researcher",
+    "Text", "Call", "text", "call", "normalize_reply", "synthesize_arguments", "SCRIPT_ENDED",
+    "Faults", "FaultPlan", "FaultSpec", "FAULT_KINDS", "Latency",
+    "SimulatorHTTPError", "check_request",
+]
+
+# Imported on first use: ``Simulator`` needs ``agentlab.llm``, which itself imports ``core``
+# (its offline default), so loading it eagerly here would make the two import each other.
+_LAZY = {"Simulator": ".simulator", "Researcher": ".researcher"}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'agentlab.sim' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

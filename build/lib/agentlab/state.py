@@ -1,0 +1,357 @@
+"""Key-value state that survives a crash: JSON files, SQLite, or memory (notebook 05).
+
+Three stores with one interface — ``save(key, value)``, ``load(key, default=None)``,
+``clear(key=None)``, ``keys()``, ``key in store``:
+
+- ``StateStore(store_dir)``: one JSON file per key. A write goes to a temporary file in the
+  same directory, is flushed and fsynced, then ``os.replace``-d over the old file (atomic on
+  POSIX and Windows), and the directory is fsynced. A crash at any point leaves either the old
+  value or the new one, never half of each. The directory is created by the first write.
+- ``SQLiteStateStore(path)``: stdlib ``sqlite3`` in WAL mode, one transaction per write,
+  thread-safe (one connection behind a lock). The file is created by the first write.
+- ``MemoryStateStore()``: a dict, for tests and notebooks; same checks, same copies.
+
+What every store refuses, with a ``StateError``:
+
+- keys that could escape the store or are not portable file names (``invalid_key``): empty,
+  ``..`` or any leading ``.``, ``/`` or ``\\`` (so no absolute paths), ``:``, control
+  characters, trailing space or dot, Windows device names, more than 200 characters;
+- values that are not plain JSON (``not_serializable``): the error names the key, the path
+  inside the value and its type. Nothing is silently turned into ``str()``. Tuples are stored
+  as lists (JSON has no tuples).
+
+A stored value that cannot be parsed any more raises ``StateError(code="state_corrupt")``
+naming the file. ``load`` always returns a fresh copy: mutating it never changes the store.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import sqlite3
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from .errors import StateError
+
+__all__ = ["StateStore", "SQLiteStateStore", "MemoryStateStore", "BaseStateStore",
+           "validate_key", "to_json", "MAX_KEY_LENGTH"]
+
+MAX_KEY_LENGTH = 200
+_FORBIDDEN = re.compile(r'[/\\:\x00-\x1f\x7f]')
+_WINDOWS_DEVICES = {"con", "prn", "aux", "nul", *(f"com{i}" for i in range(1, 10)),
+                    *(f"lpt{i}" for i in range(1, 10))}
+
+
+def validate_key(key: Any) -> str:
+    """Return ``key`` if it is safe as a file name inside a store, else raise ``invalid_key``."""
+    def bad(why: str) -> StateError:
+        return StateError("invalid_key", f"state key {key!r} refused: {why}. Use letters, digits, "
+                          "'-', '_' and inner dots, e.g. 'run_42.summary'.", details={"key": repr(key)})
+    if not isinstance(key, str):
+        raise bad(f"keys are strings, not {type(key).__name__}")
+    if not key:
+        raise bad("it is empty")
+    if len(key) > MAX_KEY_LENGTH:
+        raise bad(f"it is longer than {MAX_KEY_LENGTH} characters")
+    match = _FORBIDDEN.search(key)
+    if match:
+        raise bad(f"it contains {match.group()!r} (path separators, ':' and control characters "
+                  "could leave the store directory)")
+    if key.startswith("."):
+        raise bad("it starts with '.' ('..' leaves the directory; dot-files are the store's own)")
+    if key.endswith((" ", ".")):
+        raise bad("it ends with a space or a dot (Windows drops those, two keys would collide)")
+    if key.split(".")[0].lower() in _WINDOWS_DEVICES:
+        raise bad("it is a Windows device name")
+    return key
+
+
+def _find_non_json(value: Any, path: str, active: set[int]) -> tuple[str, str] | None:
+    """First place in ``value`` that is not plain JSON, as (path, reason), or None."""
+    if value is None or isinstance(value, (str, bool, int)):
+        return None
+    if isinstance(value, float):
+        return None if math.isfinite(value) else (path, f"float {value!r} (JSON has no NaN/Infinity)")
+    if isinstance(value, (list, tuple, dict)):
+        if id(value) in active:
+            return (path, "a reference to itself (circular)")
+        active.add(id(value))
+        try:
+            if isinstance(value, dict):
+                for k, v in value.items():
+                    if not isinstance(k, str):
+                        return (path, f"dict key {k!r} of type {type(k).__name__} (JSON keys are strings)")
+                    found = _find_non_json(v, f"{path}[{k!r}]", active)
+                    if found:
+                        return found
+            else:
+                for i, v in enumerate(value):
+                    found = _find_non_json(v, f"{path}[{i}]", active)
+                    if found:
+                        return found
+        finally:
+            active.discard(id(value))
+        return None
+    return (path, f"type {type(value).__name__}")
+
+
+def to_json(key: str, value: Any) -> str:
+    """Serialise ``value`` for ``key``, or raise ``StateError(code="not_serializable")``."""
+    found = _find_non_json(value, "value", set())
+    if found:
+        where, what = found
+        raise StateError("not_serializable",
+                         f"cannot save key {key!r}: {where} is {what}. Store plain JSON (dict, list, "
+                         "str, int, float, bool, None); convert other objects first.",
+                         details={"key": key, "path": where, "reason": what})
+    return json.dumps(value, ensure_ascii=False, indent=2, allow_nan=False)
+
+
+class BaseStateStore:
+    """The shared contract; subclasses implement ``_write _read _delete _delete_all _keys``."""
+
+    def save(self, key: str, value: Any) -> None:
+        """Store ``value`` (plain JSON) under ``key``, atomically."""
+        validate_key(key)
+        self._write(key, to_json(key, value))
+
+    def load(self, key: str, default: Any = None) -> Any:
+        """A fresh copy of the value under ``key``, or ``default`` when there is none."""
+        validate_key(key)
+        text = self._read(key)
+        if text is None:
+            return default
+        try:
+            return json.loads(text)
+        except ValueError as exc:
+            where = self._where(key)
+            raise StateError("state_corrupt", f"the stored value of {key!r} ({where}) is not valid "
+                             f"JSON ({exc}); delete it with clear({key!r}) or restore it from a "
+                             "backup.", details={"key": key, "where": where}) from exc
+
+    def clear(self, key: str | None = None) -> None:
+        """Delete one key, or every key when ``key`` is None."""
+        if key is None:
+            self._delete_all()
+        else:
+            self._delete(validate_key(key))
+
+    def keys(self) -> list[str]:
+        """All stored keys, sorted."""
+        return sorted(self._keys())
+
+    def __contains__(self, key: object) -> bool:
+        try:
+            validate_key(key)
+        except StateError:
+            return False
+        return self._read(key) is not None  # type: ignore[arg-type]
+
+    def __len__(self) -> int:
+        return len(self._keys())
+
+    def _where(self, key: str) -> str:
+        return f"key {key!r}"
+
+    # subclass hooks
+    def _write(self, key: str, text: str) -> None: raise NotImplementedError
+    def _read(self, key: str) -> str | None: raise NotImplementedError
+    def _delete(self, key: str) -> None: raise NotImplementedError
+    def _delete_all(self) -> None: raise NotImplementedError
+    def _keys(self) -> list[str]: raise NotImplementedError
+
+
+class StateStore(BaseStateStore):
+    """One JSON file per key in ``store_dir`` (created on the first write)."""
+
+    def __init__(self, store_dir: str | os.PathLike = ".agent_state") -> None:
+        self.dir = Path(store_dir)
+
+    def path_for(self, key: str) -> Path:
+        """The file that holds ``key`` (validated first: it is always inside ``self.dir``)."""
+        return self.dir / f"{validate_key(key)}.json"
+
+    def _where(self, key: str) -> str:
+        return f"file {key}.json in the store directory"
+
+    def _write(self, key: str, text: str) -> None:
+        self.dir.mkdir(parents=True, exist_ok=True)
+        # 1. write a temporary file next to the target (same file system, so replace is atomic);
+        #    dot-prefixed, so keys() never lists it and no key can name it.
+        fd, tmp = tempfile.mkstemp(dir=self.dir, prefix=f".{key}.", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(text.encode("utf-8"))
+                f.flush()
+                os.fsync(f.fileno())  # 2. the bytes are on disk before the rename
+            os.replace(tmp, self.path_for(key))  # 3. atomic swap: old or new, never half
+        except BaseException:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+            raise
+        self._fsync_dir()  # 4. make the rename itself durable
+
+    def _fsync_dir(self) -> None:
+        if os.name != "posix":
+            return  # directories cannot be opened for fsync on Windows
+        fd = os.open(self.dir, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
+
+    def _read(self, key: str) -> str | None:
+        try:
+            return self.path_for(key).read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return None
+        except UnicodeDecodeError as exc:
+            raise StateError("state_corrupt", f"{self._where(key)} is not UTF-8 text: {exc}",
+                             details={"key": key}) from exc
+
+    def _delete(self, key: str) -> None:
+        self.path_for(key).unlink(missing_ok=True)
+
+    def _delete_all(self) -> None:
+        if not self.dir.is_dir():
+            return
+        for key in self._keys():
+            self._delete(key)
+        for tmp in self.dir.glob(".*.tmp"):  # leftovers of writes that crashed
+            tmp.unlink(missing_ok=True)
+
+    def _keys(self) -> list[str]:
+        if not self.dir.is_dir():
+            return []
+        out = []
+        for p in self.dir.glob("*.json"):
+            try:
+                out.append(validate_key(p.name[:-5]))
+            except StateError:
+                pass  # a file this store did not write
+        return out
+
+    def __repr__(self) -> str:
+        return f"StateStore({str(self.dir)!r})"
+
+
+class SQLiteStateStore(BaseStateStore):
+    """Keys in one SQLite table (WAL mode); each save is one transaction.
+
+    Safe to share between threads (one connection behind a lock) and between processes
+    (SQLite's own locking). The database file is created by the first write."""
+
+    def __init__(self, path: str | os.PathLike = ".agent_state.sqlite3", *, timeout: float = 30.0) -> None:
+        self.path = str(path)
+        self.timeout = timeout
+        self._lock = threading.Lock()
+        self._conn: sqlite3.Connection | None = None
+
+    def _connection(self, create: bool) -> sqlite3.Connection | None:
+        if self._conn is None:
+            if self.path != ":memory:" and not os.path.exists(self.path):
+                if not create:
+                    return None
+                Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+            conn = sqlite3.connect(self.path, timeout=self.timeout, isolation_level=None,
+                                   check_same_thread=False)
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=FULL")
+            conn.execute("CREATE TABLE IF NOT EXISTS state (key TEXT PRIMARY KEY, "
+                         "value TEXT NOT NULL, updated_at REAL NOT NULL)")
+            self._conn = conn
+        return self._conn
+
+    def _write(self, key: str, text: str) -> None:
+        with self._lock:
+            conn = self._connection(create=True)
+            with conn:  # one transaction: committed whole or rolled back
+                conn.execute("INSERT INTO state (key, value, updated_at) VALUES (?, ?, ?) "
+                             "ON CONFLICT(key) DO UPDATE SET value=excluded.value, "
+                             "updated_at=excluded.updated_at", (key, text, time.time()))
+
+    def _read(self, key: str) -> str | None:
+        with self._lock:
+            conn = self._connection(create=False)
+            if conn is None:
+                return None
+            row = conn.execute("SELECT value FROM state WHERE key = ?", (key,)).fetchone()
+            return None if row is None else row[0]
+
+    def _delete(self, key: str) -> None:
+        with self._lock:
+            conn = self._connection(create=False)
+            if conn is not None:
+                with conn:
+                    conn.execute("DELETE FROM state WHERE key = ?", (key,))
+
+    def _delete_all(self) -> None:
+        with self._lock:
+            conn = self._connection(create=False)
+            if conn is not None:
+                with conn:
+                    conn.execute("DELETE FROM state")
+
+    def _keys(self) -> list[str]:
+        with self._lock:
+            conn = self._connection(create=False)
+            return [] if conn is None else [r[0] for r in conn.execute("SELECT key FROM state")]
+
+    def _where(self, key: str) -> str:
+        return f"row {key!r} of the SQLite store"
+
+    def close(self) -> None:
+        """Close the connection (it reopens on next use)."""
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+
+    def __enter__(self) -> "SQLiteStateStore":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"SQLiteStateStore({os.path.basename(self.path)!r})"
+
+
+class MemoryStateStore(BaseStateStore):
+    """An in-process store with the same checks; values are kept as JSON text, so loads are copies."""
+
+    def __init__(self) -> None:
+        self._data: dict[str, str] = {}
+        self._lock = threading.Lock()
+
+    def _write(self, key: str, text: str) -> None:
+        with self._lock:
+            self._data[key] = text
+
+    def _read(self, key: str) -> str | None:
+        with self._lock:
+            return self._data.get(key)
+
+    def _delete(self, key: str) -> None:
+        with self._lock:
+            self._data.pop(key, None)
+
+    def _delete_all(self) -> None:
+        with self._lock:
+            self._data.clear()
+
+    def _keys(self) -> list[str]:
+        with self._lock:
+            return list(self._data)
+
+    def __repr__(self) -> str:
+        return f"MemoryStateStore(keys={len(self._data)})"

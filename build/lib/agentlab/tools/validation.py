@@ -1,0 +1,237 @@
+"""Validation of model-supplied tool arguments against the schema (chapter 02).
+
+Coerces only what cannot lose information and reports every bad field in one
+``ToolError("invalid_arguments")``; see ``agentlab.tools`` for the rules.
+"""
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import enum
+import inspect
+import json
+import math
+import re
+import typing
+from typing import Any
+
+
+from .schema import PRIMITIVES, Param, is_typeddict, is_union, type_fields
+
+__all__ = ["json_type", "check_fields", "format_errors"]
+
+# -- validation ----------------------------------------------------------------------------------
+def json_type(value: Any) -> str:
+    if isinstance(value, bool):
+        return "boolean"
+    return {str: "string", int: "integer", float: "number", list: "array", dict: "object",
+            type(None): "null"}.get(type(value), type(value).__name__)
+
+
+def _describe(tp: Any) -> str:
+    """A short human/model-readable name of what a type expects."""
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if origin is typing.Annotated:
+        return _describe(args[0])
+    if tp in PRIMITIVES:
+        return PRIMITIVES[tp]
+    if origin is list:
+        return f"array of {_describe(args[0])}"
+    if origin is dict:
+        return f"object with {_describe(args[1])} values"
+    if is_union(origin):
+        return " or ".join(_describe(a) for a in args)
+    if origin is typing.Literal or isinstance(tp, type) and issubclass(tp, enum.Enum):
+        values = args if origin is typing.Literal else [m.value for m in tp]
+        return "one of " + ", ".join(json.dumps(v) for v in values)
+    if dataclasses.is_dataclass(tp) or is_typeddict(tp):
+        return "object {" + ", ".join(n for n, *_ in type_fields(tp)) + "}"
+    return {list: "array", dict: "object"}.get(tp, "any value")
+
+
+def _show(value: Any) -> str:
+    """The value as the model wrote it (JSON), cut to 60 characters."""
+    try:
+        text = json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError):
+        text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _kind(tp: Any) -> str:
+    origin = typing.get_origin(tp)
+    if origin is typing.Annotated:
+        return _kind(typing.get_args(tp)[0])
+    if tp is dict or origin is dict or dataclasses.is_dataclass(tp) or is_typeddict(tp):
+        return "object"
+    return "array" if tp is list or origin is list else "scalar"
+
+
+def _allowed(tp: Any) -> list | None:
+    if typing.get_origin(tp) is typing.Literal:
+        return list(typing.get_args(tp))
+    if isinstance(tp, type) and issubclass(tp, enum.Enum):
+        return [m.value for m in tp]
+    return None
+
+
+_INT_RE = re.compile(r"^[+-]?\d+$")
+
+
+def _coerce_scalar(tp: Any, value: Any, strict: bool) -> tuple[bool, Any]:
+    """(ok, value) for str/int/float/bool/None; coercions only when ``strict`` is False."""
+    if tp is bool:
+        if isinstance(value, bool):
+            return True, value
+        if not strict and isinstance(value, str) and value.strip().lower() in ("true", "false"):
+            return True, value.strip().lower() == "true"
+    elif tp is int:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return True, value
+        if not strict and isinstance(value, float) and value.is_integer():
+            return True, int(value)  # 7.0 -> 7 loses nothing; 5.7 is refused below
+        if not strict and isinstance(value, str) and _INT_RE.match(value.strip()):
+            return True, int(value.strip())
+    elif tp is float:
+        if isinstance(value, float) and math.isfinite(value):
+            return True, value
+        if isinstance(value, int) and not isinstance(value, bool):
+            return True, float(value)  # JSON has one number type: 5 is a fine 5.0
+        if not strict and isinstance(value, str):
+            try:
+                number = float(value)
+            except ValueError:
+                return False, None
+            if math.isfinite(number):
+                return True, number
+    elif tp is str:
+        if isinstance(value, str):
+            return True, value
+        if not strict and isinstance(value, int) and not isinstance(value, bool):
+            return True, str(value)  # an id sent as 42 instead of "42"
+    elif tp is type(None):
+        return value is None, None
+    return False, None
+
+
+def _convert(tp: Any, value: Any, path: str, errors: list[dict], strict: bool = False) -> Any:
+    """Check ``value`` against ``tp``; append one error per bad leaf; return the converted value."""
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if origin is typing.Annotated:
+        return _convert(args[0], value, path, errors, strict)
+
+    def bad(problem: str = "wrong_type") -> None:
+        err = {"field": path, "problem": problem, "expected": _describe(tp),
+               "got": f"{_show(value)} ({json_type(value)})"}
+        if _allowed(tp) is not None:
+            err["allowed"] = _allowed(tp)
+        errors.append(err)
+
+    if tp is Any or tp is inspect.Parameter.empty:
+        return value
+    if tp in PRIMITIVES:
+        ok, out = _coerce_scalar(tp, value, strict)
+        return out if ok else bad()
+    if is_union(origin):
+        # exact match first (so "5" stays a string in int | str), then with coercion
+        trials: dict[Any, list[dict]] = {}
+        for lax in (False, True) if not strict else (False,):
+            for member in args:
+                trials[member] = []
+                out = _convert(member, value, path, trials[member], strict=not lax)
+                if not trials[member]:
+                    return out
+        # all failed: if an object/array was sent and exactly one member is an object/array
+        # type, that member was meant; report its nested errors (e.g. "address.city: ...")
+        kind = {dict: "object", list: "array"}.get(type(value))
+        meant = [m for m in args if kind is not None and _kind(m) == kind]
+        if len(meant) == 1:
+            errors.extend(trials[meant[0]])
+            return None
+        return bad()
+    if origin is typing.Literal or isinstance(tp, type) and issubclass(tp, enum.Enum):
+        members = list(args) if origin is typing.Literal else list(tp)
+        for m in members:
+            raw = m.value if isinstance(m, enum.Enum) else m
+            if type(raw) is type(value) and raw == value:
+                return m
+        if not strict:  # "3" for Literal[3], 3 for Enum of "3"? only exact-text matches
+            for m in members:
+                raw = m.value if isinstance(m, enum.Enum) else m
+                if not isinstance(raw, bool) and isinstance(value, (str, int)) \
+                        and not isinstance(value, bool) and str(raw) == str(value):
+                    return m
+        return bad("not_allowed")
+    if tp is list or origin is list:
+        if not isinstance(value, list):
+            return bad()
+        item = args[0] if args else Any
+        return [_convert(item, v, f"{path}[{i}]", errors, strict) for i, v in enumerate(value)]
+    if tp is dict or origin is dict:
+        if not isinstance(value, dict):
+            return bad()
+        item = args[1] if args else Any
+        return {k: _convert(item, v, f"{path}.{k}", errors, strict) for k, v in value.items()}
+    if dataclasses.is_dataclass(tp) or is_typeddict(tp):
+        if dataclasses.is_dataclass(tp) and isinstance(value, tp):
+            return value
+        if not isinstance(value, dict):
+            return bad()
+        specs = {n: Param(h, r) for n, h, r, _ in type_fields(tp)}
+        before = len(errors)
+        out = check_fields(specs, value, path + ".", errors, strict)
+        if len(errors) > before or is_typeddict(tp):
+            return out
+        try:
+            return tp(**out)
+        except Exception as exc:  # e.g. a __post_init__ that checks a range
+            errors.append({"field": path, "problem": "rejected", "expected": _describe(tp),
+                           "got": f"{type(exc).__name__}: {exc}"})
+            return None
+    return value  # not reachable for registered types: schema_for_type refused the rest
+
+
+def check_fields(specs: dict[str, Param], value: dict, prefix: str, errors: list[dict],
+                  strict: bool = False) -> dict:
+    out = {}
+    for key in value:
+        if key not in specs:
+            near = difflib.get_close_matches(key, list(specs), n=1)
+            errors.append({"field": prefix + key, "problem": "unexpected",
+                           "expected": "one of the fields " + ", ".join(specs),
+                           "got": _show(value[key]),
+                           **({"did_you_mean": prefix + near[0]} if near else {})})
+    for name, spec in specs.items():
+        if name not in value or (value[name] is None and not spec.required
+                                 and not _accepts_none(spec.type)):
+            if spec.required:
+                errors.append({"field": prefix + name, "problem": "missing",
+                               "expected": _describe(spec.type), "got": "nothing"})
+            continue  # absent (or null for a defaulted field): Python fills the default
+        out[name] = _convert(spec.type, value[name], prefix + name, errors, strict)
+    return out
+
+
+def _accepts_none(tp: Any) -> bool:
+    trial: list[dict] = []
+    _convert(tp, None, "", trial, strict=True)
+    return not trial
+
+
+def format_errors(tool: str, errors: list[dict]) -> str:
+    lines = [f"Invalid arguments for tool '{tool}' ({len(errors)} "
+             f"problem{'s' if len(errors) != 1 else ''}):"]
+    for e in errors:
+        if e["problem"] == "missing":
+            text = f"missing required field (expected {e['expected']})"
+        elif e["problem"] == "unexpected":
+            text = f"unexpected field (allowed: {e['expected'][len('one of the fields '):]})"
+            if "did_you_mean" in e:
+                text += f"; did you mean '{e['did_you_mean']}'?"
+        else:
+            text = f"expected {e['expected']}; got {e['got']}"
+        lines.append(f"- {e['field']}: {text}")
+    lines.append(f"Fix these fields and call '{tool}' again.")
+    return "\n".join(lines)
+
+

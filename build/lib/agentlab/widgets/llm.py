@@ -1,0 +1,93 @@
+"""Widgets for chapter 01: pick a fault plan, run one call, see every attempt.
+
+``retry_explorer()`` is the widget; ``run_fault_plan()`` is what its button runs, callable
+directly so a notebook can print a deterministic result next to the widget.
+"""
+from __future__ import annotations
+
+import time
+from typing import Any
+
+__all__ = ["PLANS", "run_fault_plan", "format_attempts", "retry_explorer"]
+
+#: Named fault plans (one entry per request; see ``agentlab.sim.FaultPlan``).
+PLANS: dict[str, list] = {
+    "no faults": [],
+    "429 (Retry-After 0.2 s), ok": [("rate_limit", {"retry_after": 0.2})],
+    "429, 500, ok": ["rate_limit", "server_error"],
+    "3 x 429, ok": ["rate_limit"] * 3,
+    "timeout, 503, ok": ["timeout", "unavailable"],
+    "6 x 503 (gives up)": ["unavailable"] * 6,
+    "401 bad key": [401],
+    "400 bad request": [400],
+}
+
+
+def run_fault_plan(plan: list, *, max_retries: int = 3, retry_base_delay: float = 0.05,
+                   seed: int = 0, stream: bool = False, sleep=None) -> dict[str, Any]:
+    """Run one ``chat`` (or ``stream``) call on a simulator that follows ``plan``.
+
+    Returns ``{"outcome", "requests", "attempts", "wall_s"}``: what the caller got, how many
+    requests went over the wire, the ``Attempt`` records, and the wall time.
+    """
+    from agentlab import sim
+    from agentlab.errors import ProviderError
+    from agentlab.llm import collect_stream
+
+    simulator = sim.Simulator(sim.Script([sim.text("Hello from the simulator.")]),
+                              faults=sim.FaultPlan(plan), seed=seed)
+    kw = {} if sleep is None else {"sleep": sleep}
+    llm = simulator.llm(max_retries=max_retries, retry_base_delay=retry_base_delay, seed=seed,
+                        **kw)
+    messages = [{"role": "user", "content": "Say hello."}]
+    t0 = time.perf_counter()
+    try:
+        r = collect_stream(llm.stream(messages)) if stream else llm.chat(messages)
+        outcome = f"ok: {r.content!r} (finish_reason={r.finish_reason!r})"
+    except ProviderError as e:
+        outcome = f"ProviderError code={e.code} retryable={e.retryable}"
+    return {"outcome": outcome, "requests": len(simulator.requests),
+            "attempts": list(llm.attempts), "wall_s": time.perf_counter() - t0}
+
+
+def format_attempts(attempts) -> str:
+    """A small text table of attempts: number, status, error code, backoff after it."""
+    lines = [f"{'n':>2}  {'status':>6}  {'error_code':<22} {'delay after':>11}"]
+    for a in attempts:
+        status = "-" if a.status is None else str(a.status)
+        lines.append(f"{a.n:>2}  {status:>6}  {a.error_code or 'ok':<22} "
+                     f"{a.delay_s * 1000:>8.0f} ms")
+    return "\n".join(lines)
+
+
+def retry_explorer(plans: dict[str, list] | None = None):
+    """A fault-plan picker: choose a plan and retry settings, run a call, see the attempts."""
+    import ipywidgets as w
+    from IPython.display import display
+
+    from agentlab.viz.llm import plot_retry_timeline
+
+    plans = plans or PLANS
+    pick = w.Dropdown(options=list(plans), value="429, 500, ok", description="fault plan")
+    retries = w.IntSlider(value=3, min=0, max=6, description="max_retries")
+    base = w.FloatLogSlider(value=0.05, base=10, min=-3, max=0, step=0.25,
+                            description="base delay s")
+    mode = w.ToggleButtons(options=["chat", "stream"], value="chat")
+    run = w.Button(description="Run call", button_style="primary")
+    out = w.Output()
+
+    def on_run(_=None):
+        res = run_fault_plan(plans[pick.value], max_retries=retries.value,
+                             retry_base_delay=base.value, stream=mode.value == "stream")
+        with out:
+            out.clear_output(wait=True)
+            print(res["outcome"])
+            print(f"requests on the wire: {res['requests']}   wall time: {res['wall_s']:.2f} s")
+            print(format_attempts(res["attempts"]))
+            if res["attempts"]:
+                display(plot_retry_timeline({pick.value: res["attempts"]},
+                                            title="Attempts of this call"))
+
+    run.on_click(on_run)
+    on_run()
+    return w.VBox([w.HBox([pick, mode]), w.HBox([retries, base]), run, out])

@@ -1,0 +1,115 @@
+"""Widgets for chapter 02 (``notebooks/02_tool_registry.ipynb``): the schema explorer."""
+from __future__ import annotations
+
+import json
+import textwrap
+from typing import Callable, Iterable
+
+from ..errors import AgentError
+from ..tools import ToolRegistry
+
+__all__ = ["schema_explorer", "explain_arguments"]
+
+
+def explain_arguments(registry: ToolRegistry, name: str, arguments_json: str) -> str:
+    """What ``validate`` makes of ``arguments_json`` for tool ``name``, as plain text.
+
+    Either ``valid: {...}`` with the converted arguments the function would receive, or the
+    ``Error: ...`` text the executor would send back to the model.
+    """
+    try:
+        arguments = json.loads(arguments_json or "{}")
+    except json.JSONDecodeError as exc:
+        return (f"Error: The arguments for '{name}' are not a valid JSON object ({exc}). "
+                f"Call '{name}' again with the arguments as one JSON object.")
+    try:
+        converted = registry.validate(name, arguments)
+    except AgentError as exc:
+        return f"Error: {exc.message}"
+    return "valid: " + ", ".join(f"{k}={v!r}" for k, v in converted.items())
+
+
+def _build(source: str, registry: ToolRegistry) -> str:
+    """Run the typed-in source, register its last function (replacing), return its name."""
+    import dataclasses
+    import enum
+    import typing
+
+    namespace: dict = {"typing": typing, "enum": enum, "dataclasses": dataclasses,
+                       **{n: getattr(typing, n) for n in ("Any", "Literal", "Optional", "Union",
+                                                          "Annotated", "TypedDict")},
+                       "Enum": enum.Enum, "dataclass": dataclasses.dataclass}
+    exec(compile(textwrap.dedent(source), "<schema explorer>", "exec"), namespace)
+    funcs = [v for v in namespace.values() if callable(v) and getattr(v, "__module__", "") is None
+             and hasattr(v, "__code__")]
+    if not funcs:
+        raise ValueError("no function found: write a `def name(...):` with type hints")
+    registry.register(funcs[-1], replace=True)
+    return funcs[-1].__name__
+
+
+def schema_explorer(registry: ToolRegistry | None = None,
+                    functions: Iterable[Callable] = (), *,
+                    naive: bool = True, arguments: str = "{}"):
+    """Pick (or type) a function; see its schema, the naive schema, and what ``validate`` says.
+
+    Args:
+        registry: tools to explore (a new registry if None); ``functions`` are added to it.
+        naive: also show ``agentlab.naive.tools`` output for the same function.
+        arguments: initial JSON in the arguments box.
+
+    Returns an ipywidgets ``VBox``.
+    """
+    import ipywidgets as w
+
+    registry = registry if registry is not None else ToolRegistry()
+    for f in functions:
+        registry.register(f, replace=True)
+    pick = w.Dropdown(options=registry.list_tools(), description="tool")
+    source = w.Textarea(placeholder="def my_tool(city: str, unit: Literal['c', 'f'] = 'c'):\n"
+                        "    \"\"\"Say what it does.\"\"\"",
+                        layout=w.Layout(width="98%", height="7em"))
+    build = w.Button(description="register typed function", layout=w.Layout(width="auto"))
+    args = w.Textarea(value=arguments, description="arguments",
+                      layout=w.Layout(width="98%", height="4em"))
+    ours, theirs, verdict = w.HTML(), w.HTML(), w.HTML()
+
+    def pre(text: str, head: str) -> str:
+        import html
+        return (f"<b>{head}</b><pre style='font-size:11px;line-height:1.2'>"
+                f"{html.escape(text)}</pre>")
+
+    def refresh(*_):
+        name = pick.value
+        if not name:
+            return
+        schema = registry.get_schema(name)["function"]["parameters"]
+        ours.value = pre(json.dumps(schema, indent=1, ensure_ascii=False), "agentlab schema")
+        if naive:
+            from ..naive.tools import NaiveToolRegistry
+            try:
+                n = NaiveToolRegistry()
+                n.register(registry.get_function(name), name)
+                text = json.dumps(n.get_all_schemas()[0]["function"]["parameters"], indent=1)
+            except Exception as exc:  # the naive generator crashes on some functions
+                text = f"{type(exc).__name__}: {exc}"
+            theirs.value = pre(text, "naive (flat TYPE_MAP)")
+        verdict.value = pre(explain_arguments(registry, name, args.value),
+                            "what the model gets back")
+
+    def on_build(_):
+        try:
+            name = _build(source.value, registry)
+        except Exception as exc:
+            verdict.value = f"<pre>{type(exc).__name__}: {exc}</pre>"
+            return
+        pick.options = registry.list_tools()
+        pick.value = name
+        refresh()
+
+    pick.observe(refresh, names="value")
+    args.observe(refresh, names="value")
+    build.on_click(on_build)
+    refresh()
+    return w.VBox([pick, w.HBox([ours, theirs]) if naive else ours, args, verdict,
+                   w.HTML("<b>or type a function</b>"), source, build])
