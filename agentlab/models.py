@@ -1,11 +1,80 @@
-"""The models agentlab knows about, and the one it uses when none is named.
+"""The models agentlab knows: context window, output limit and price, from one table.
+
+``agentlab/data/models.json`` (provenance and date in ``agentlab/data/models.md``) is read once,
+on first use. The simulator checks requests against it (unknown model, prompt + ``max_tokens``
+over the window), ``MessageManager`` derives its default budget from it, and the observer and
+the cost cap price tokens with it. A model missing from the table is unknown: no window, no
+price — never another model's numbers. ``register_model`` adds one (a local model, a fine-tune).
 
 ``DEFAULT_MODEL`` is the model every constructor defaults to (``LLMClient``, ``MessageManager``,
 ``AgentObserver``, ``Simulator.llm``); ``AGENTLAB_MODEL`` overrides it for ``LLMClient.from_env``.
 """
 from __future__ import annotations
 
-__all__ = ["DEFAULT_MODEL"]
+import json
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import ConfigError
+
+__all__ = ["DEFAULT_MODEL", "MODELS_PATH", "ModelInfo", "model_info", "register_model",
+           "known_models"]
 
 #: The model used when none is given (an OpenAI model name; the simulator answers as it).
 DEFAULT_MODEL = "gpt-4o"
+#: The bundled model table.
+MODELS_PATH = Path(__file__).resolve().parent / "data" / "models.json"
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    """What the table says about one model (prices in USD per 1M tokens; None when unknown)."""
+
+    name: str
+    context_window: int
+    max_output_tokens: int
+    input_usd_per_1m: float | None = None
+    output_usd_per_1m: float | None = None
+
+
+_lock = threading.Lock()
+_table: dict[str, ModelInfo] | None = None
+_custom: dict[str, ModelInfo] = {}
+
+
+def _load() -> dict[str, ModelInfo]:
+    global _table
+    with _lock:
+        if _table is None:
+            raw = json.loads(MODELS_PATH.read_text(encoding="utf-8"))["models"]
+            _table = {name: ModelInfo(name, int(m["context_window"]), int(m["max_output_tokens"]),
+                                      m.get("input"), m.get("output"))
+                      for name, m in raw.items()}
+        return _table
+
+
+def model_info(name: str) -> ModelInfo | None:
+    """The table's entry for ``name`` (exact name; registered models first), or None."""
+    return _custom.get(name) or _load().get(name)
+
+
+def known_models() -> list[str]:
+    """Every model name in the table and registered in this process, sorted."""
+    return sorted(set(_load()) | set(_custom))
+
+
+def register_model(name: str, *, context_window: int, max_output_tokens: int,
+                   input_usd_per_1m: float | None = None,
+                   output_usd_per_1m: float | None = None) -> ModelInfo:
+    """Make a model known in this process (e.g. a local model served by vLLM or Ollama)."""
+    if not isinstance(name, str) or not name:
+        raise ConfigError("invalid_argument", "a model needs a non-empty name")
+    for label, value in (("context_window", context_window),
+                         ("max_output_tokens", max_output_tokens)):
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            raise ConfigError("invalid_argument", f"{label} must be a positive int, got {value!r}")
+    info = ModelInfo(name, context_window, max_output_tokens, input_usd_per_1m,
+                     output_usd_per_1m)
+    _custom[name] = info
+    return info
