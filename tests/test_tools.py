@@ -344,7 +344,7 @@ def test_validate_unions_prefer_exact_types_and_null_means_default(reg):
 
 
 def test_validate_reports_a_rejected_dataclass(reg):
-    with pytest.raises(ToolError, match=r"- p: .*ValueError: n must be positive"):
+    with pytest.raises(ToolError, match=r"- p: Value error, n must be positive"):
         reg.validate("positive", {"p": {"n": 0}})
     assert reg.validate("positive", {"p": {"n": 2}}) == {"p": Positive(2)}
 
