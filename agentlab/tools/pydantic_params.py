@@ -153,18 +153,20 @@ class PydanticParam:
         schema: its JSON schema (inlined, without titles).
         required: no default, not even in a ``Field``.
         accepts_none: ``null`` is a valid value (else ``null`` means "use the default").
-        fills_default: the Python default is a ``Field(...)``, so the executor must pass the
-            real default (a function called without it would receive the ``FieldInfo``).
+        fills_default: the default lives in a ``Field(...)``, so the executor must pass it (a
+            function called without it would receive the ``FieldInfo``, or miss the argument).
     """
 
     def __init__(self, tool: str, name: str, hint: Any, default: Any) -> None:
         from pydantic import ConfigDict, ValidationError, create_model  # lazy: heavy
 
         self._error_type = ValidationError
-        value = ... if default is inspect.Parameter.empty else default
+        # no Python default: let the annotation decide (``Annotated[T, Field(default=...)]``
+        # has one, and then the executor must pass it, or Python would miss the argument)
+        spec = hint if default is inspect.Parameter.empty else (hint, default)
         config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
         try:
-            self.model = create_model(f"{tool}__{name}", __config__=config, v=(hint, value))
+            self.model = create_model(f"{tool}__{name}", __config__=config, v=spec)
             raw = self.model.model_json_schema()
         except ConfigError:
             raise
@@ -178,7 +180,8 @@ class PydanticParam:
         _describe_classes(defs, classes)
         self.schema = _inline(raw["properties"]["v"], defs)
         self.required = "v" in raw.get("required", [])
-        self.fills_default = is_fieldinfo(default) and not self.required
+        self.fills_default = not self.required and (is_fieldinfo(default)
+                                                    or default is inspect.Parameter.empty)
         try:
             self.model.model_validate({"v": None})
             self.accepts_none = True
