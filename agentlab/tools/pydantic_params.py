@@ -143,7 +143,8 @@ def _inline(node: Any, defs: dict, stack: tuple = ()) -> Any:
             out[k] = v
         else:
             out[k] = _inline(v, defs, stack)
-    return out
+    first = [k for k in ("type", "description") if k in out]  # the hand-written order
+    return {**{k: out[k] for k in first}, **{k: v for k, v in out.items() if k not in first}}
 
 
 class PydanticParam:

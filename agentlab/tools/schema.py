@@ -244,19 +244,21 @@ def _inspect(func: Callable, name: str, description: str | None, side_effects: b
     props, required, params = {}, [], {}
     for p in kept:
         hint = hints.get(p.name, Any)
+        text = descs.get(p.name) or _annotated_text(hint)  # see the module docstring
         if needs_pydantic(hint, p.default):
             model = PydanticParam(name, p.name, hint, p.default)
             prop, is_required = dict(model.schema), model.required
+            if text:
+                prop["description"] = text
         else:
             model, is_required = None, p.default is p.empty
             prop = schema_for_type(hint)
+            if text:
+                prop["description"] = text
             if not is_required:
                 ok, value = _json_default(p.default)
                 if ok:
                     prop["default"] = value
-        text = descs.get(p.name) or _annotated_text(hint)  # see the module docstring
-        if text:
-            prop["description"] = text
         if is_required:
             required.append(p.name)
         props[p.name] = prop

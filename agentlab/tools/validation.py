@@ -202,7 +202,8 @@ def format_errors(tool: str, errors: list[dict]) -> str:
              f"problem{'s' if len(errors) != 1 else ''}):"]
     for e in errors:
         if e["problem"] == "missing":
-            text = f"missing required field (expected {e['expected']})"
+            text = "missing required field" + ("" if "message" in e else
+                                               f" (expected {e['expected']})")
         elif e["problem"] == "unexpected" and "message" in e:
             text = "unexpected field (not one of this object's fields)"
         elif e["problem"] == "unexpected":
