@@ -12,9 +12,11 @@ import warnings
 import pytest
 
 from agentlab import executor as executor_module
+from agentlab import sim
 from agentlab.errors import ConfigError
 from agentlab.executor import ToolExecutor
 from agentlab.llm import ToolCall
+from agentlab.runtime import AgentRuntime, RunState
 from agentlab.tools import ToolRegistry
 
 
@@ -213,3 +215,16 @@ def test_abandoned_threads_are_capped_per_process_not_per_executor(reg, gate):
     while mine() and time.monotonic() < deadline:
         time.sleep(0.01)
     assert mine() == []  # released threads leave the count
+
+
+# -- through the runtime: the history says exactly which calls ran --------------------------------
+def test_runtime_history_keeps_the_real_result_of_a_call_next_to_an_unrenderable_one(reg):
+    s = sim.Simulator(sim.Script([[sim.call("write", {"text": "once"}), sim.call("huge", {})],
+                                  sim.text("done")]))
+    rt = AgentRuntime(s.llm(), reg)
+    result = rt.run("write it")
+    assert result.state is RunState.FINISHED and reg.state["effects"] == ["once"]
+    tool_msgs = [m for m in rt.messages.get_messages() if m["role"] == "tool"]
+    assert tool_msgs[0]["content"] == "written"  # was: "not executed" for both calls
+    assert "ran and finished" in tool_msgs[1]["content"]
+    assert "not executed" not in " ".join(m["content"] for m in tool_msgs)
