@@ -52,6 +52,12 @@ CODES: dict[str, str] = {
     "not_serializable": "a value cannot be stored as JSON",
     "cycle_detected": "tool dependencies form a cycle",
     "unknown_dependency": "a tool depends on an id that is not in the batch",
+    "invalid_config": "a constructor argument (timeout, budget, size, ...) was refused",
+    "unsupported_type": "a tool's parameter or kind (e.g. a generator) cannot be a tool",
+    "unsupported_signature": "a tool's signature cannot be described to a model (*args, ...)",
+    "tool_result_unrenderable": "a tool ran but its result could not be turned into text",
+    "executor_saturated": "too many timed-out tool threads are still running in this process",
+    "executor_error": "the executor failed before it could report a call (it may have run)",
 }
 
 

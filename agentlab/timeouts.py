@@ -48,6 +48,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, Callable, Iterable
 
 from .errors import ConfigError
+from .knobs import positive_int, positive_number
 
 __all__ = ["AdaptiveTimeoutManager", "TimingStats", "percentile", "adaptive_timeout_s"]
 
@@ -148,21 +149,26 @@ class AdaptiveTimeoutManager:
                  window: int = 100, *, min_samples: int = 10, slow_log_size: int = 1000,
                  on_alert: Callable[[dict], None] | None = None,
                  rule: str = "censoring_aware") -> None:
-        if not 0 < min_timeout <= max_timeout:
-            raise ValueError(f"need 0 < min_timeout <= max_timeout (seconds), got "
-                             f"{min_timeout} and {max_timeout}")
-        if window < 1 or min_samples < 1:
-            raise ValueError("window and min_samples must be at least 1")
+        # every knob checked up front: 0, negatives, inf, NaN, None and bools are refused
+        initial_timeout = positive_number("initial_timeout", initial_timeout)
+        alert_threshold = positive_number("alert_threshold", alert_threshold)
+        multiplier = positive_number("multiplier", multiplier)
+        min_timeout = positive_number("min_timeout", min_timeout)
+        max_timeout = positive_number("max_timeout", max_timeout)
+        if min_timeout > max_timeout:
+            raise ConfigError("invalid_config", f"need min_timeout <= max_timeout (seconds), "
+                              f"got {min_timeout} and {max_timeout}")
         if rule not in ("censoring_aware", "article"):
-            raise ValueError("rule must be 'censoring_aware' or 'article'")
+            raise ConfigError("invalid_config", "rule must be 'censoring_aware' or 'article'")
         self.rule = rule
         self.initial_timeout = initial_timeout
         self.alert_threshold = alert_threshold
         self.multiplier = multiplier
         self.min_timeout = min_timeout
         self.max_timeout = max_timeout
-        self.window = window
-        self.min_samples = min_samples
+        self.window = positive_int("window", window)
+        self.min_samples = positive_int("min_samples", min_samples)
+        slow_log_size = positive_int("slow_log_size", slow_log_size)
         self.on_alert = on_alert
         self._tools: dict[str, _Window] = {}
         self._slow_log: deque[dict] = deque(maxlen=slow_log_size)
@@ -177,9 +183,13 @@ class AdaptiveTimeoutManager:
         (the executors pass the timeout in ms): it is kept as a lower bound, never dropped.
         Returns the alert raised by this sample, if any.
         """
-        duration_ms = float(duration_ms)
-        if not duration_ms >= 0.0:  # also rejects NaN
-            raise ValueError(f"duration_ms must be a number >= 0, got {duration_ms!r}")
+        try:
+            duration_ms = float(duration_ms)
+        except (TypeError, ValueError):
+            duration_ms = math.nan
+        if not 0.0 <= duration_ms < math.inf:  # also rejects NaN and None
+            raise ConfigError("invalid_argument", f"duration_ms must be a finite number >= 0, "
+                              f"got {duration_ms!r}")
         with self._lock:
             win = self._tools.get(tool_name)
             if win is None:
@@ -210,7 +220,9 @@ class AdaptiveTimeoutManager:
 
     # -- reading ---------------------------------------------------------------------------
     def get_timeout(self, tool_name: str, multiplier: float | None = None) -> float:
-        """The timeout for the next call of ``tool_name``, in seconds."""
+        """The timeout for the next call of ``tool_name``, in seconds (finite, > 0)."""
+        if multiplier is not None:
+            multiplier = positive_number("multiplier", multiplier)
         with self._lock:
             return self._timeout_locked(self._tools.get(tool_name), multiplier)
 

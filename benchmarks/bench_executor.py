@@ -8,15 +8,25 @@
    naive executor (``with ThreadPoolExecutor`` + sequential ``result(timeout)``; its serial mode
    has no timeout) vs ``ToolExecutor`` in both modes.
 3. Per-call overhead of a no-op tool: a direct call, the naive executor, ``ToolExecutor``.
+4. A hung ``async def`` tool vs a hung sync tool, 0.2 s timeout: batch wall time, async tasks
+   still running and threads still running 50 ms later (a task is cancelled, a thread is
+   abandoned); the naive executor "succeeds" with the text of an un-awaited coroutine.
+5. 1,000 hung sync calls, one executor per call (one runtime per request): threads left alive
+   with the per-process cap vs with the cap lifted (the old per-executor bound only).
 All numbers come from the same run; ratios compare naive and agentlab measured side by side.
 """
 from __future__ import annotations
 
 import argparse
+import asyncio
+import gc
 import statistics
 import sys
+import threading
 import time
+import warnings
 
+from agentlab import executor as executor_module
 
 from agentlab.executor import ToolExecutor
 from agentlab.llm import ToolCall
@@ -24,8 +34,23 @@ from agentlab.naive.executor import NaiveToolExecutor
 from agentlab.tools import ToolRegistry
 
 
+RELEASE = threading.Event()  # hung sync tools wait on it; set at the end of the run
+
+
 def make_registry() -> ToolRegistry:
     reg = ToolRegistry()
+
+    @reg.tool
+    async def stuck_async(seconds: float = 30.0) -> str:
+        """An async tool that hangs (awaits for a long time)."""
+        await asyncio.sleep(seconds)
+        return "finished"
+
+    @reg.tool
+    def stuck_sync() -> str:
+        """A sync tool that hangs until released."""
+        RELEASE.wait(600)
+        return "released"
 
     @reg.tool
     def sleep(seconds: float) -> str:
@@ -130,6 +155,74 @@ def bench_overhead(reg: ToolRegistry, n: int) -> None:
           f"enforceable (worker threads alive: {ex.worker_threads})")
 
 
+def settle(check, limit_s: float = 0.05) -> None:
+    deadline = time.perf_counter() + limit_s
+    while check() and time.perf_counter() < deadline:
+        time.sleep(0.002)
+
+
+def bench_async_vs_sync(reg: ToolRegistry, timeout_s: float, repeat: int) -> None:
+    rows = []
+    for label, name in (("async tool (cancelled)", "stuck_async"),
+                        ("sync tool (abandoned)", "stuck_sync")):
+        walls, tasks, threads = [], 0, 0
+        ex = ToolExecutor(reg, default_timeout=timeout_s)
+        for i in range(repeat):
+            t0 = time.perf_counter()
+            [r] = ex.execute([ToolCall(f"{name}{i}", name, {})])
+            walls.append(time.perf_counter() - t0)
+            assert r.error_code == "tool_timeout", r
+        settle(lambda: ex.running_tasks)
+        tasks, threads = ex.running_tasks, ex.abandoned_threads
+        worst = max(walls)
+        rows.append([label, f"{statistics.median(walls):.3f}", f"{worst:.3f}",
+                     "yes" if worst <= timeout_s + 0.05 else "no", tasks, threads])
+    RELEASE.set()  # let the abandoned sync threads finish before the next section
+    settle(executor_module.abandoned_threads, 5.0)
+    RELEASE.clear()
+    naive = NaiveToolExecutor(reg, default_timeout=timeout_s)
+    with warnings.catch_warnings():  # the naive executor never awaits the coroutine
+        warnings.simplefilter("ignore", RuntimeWarning)
+        [nr] = naive.execute([ToolCall("n", "stuck_async", {})])
+        gc.collect()
+    table(f"4. A hung tool, timeout {timeout_s} s ({repeat} calls on one executor: median and "
+          "worst wall; counts 50 ms after the last)",
+          ["tool", "wall s", "worst s", "<= timeout+50 ms", "tasks running", "threads running"],
+          rows)
+    print(f"   naive executor on the async tool: success={nr.success}, result={nr.result[:40]!r}")
+
+
+def bench_thread_cap(reg: ToolRegistry, n: int) -> None:
+    rows = []
+    for label, limit in (("process cap (default)", executor_module.abandoned_limit()),
+                         ("cap lifted: per-executor bound only", 10 ** 6)):
+        previous = executor_module.set_abandoned_limit(limit)
+        before = threading.active_count()
+        t0 = time.perf_counter()
+        codes: dict[str, int] = {}
+        try:
+            for i in range(n):
+                ex = ToolExecutor(reg, default_timeout=0.005)
+                [r] = ex.execute([ToolCall(f"h{i}", "stuck_sync", {})])
+                codes[r.error_code] = codes.get(r.error_code, 0) + 1
+            alive = threading.active_count() - before
+            abandoned = executor_module.abandoned_threads()
+        finally:
+            RELEASE.set()
+            executor_module.set_abandoned_limit(previous)
+        settle(executor_module.abandoned_threads, 5.0)
+        RELEASE.clear()
+        rows.append([label, limit if limit < 10 ** 6 else "-", n, alive, abandoned,
+                     codes.get("tool_timeout", 0), codes.get("executor_saturated", 0),
+                     f"{time.perf_counter() - t0:.1f}"])
+    table(f"5. {n} hung sync calls, one ToolExecutor per call (timeout 5 ms)",
+          ["setting", "cap", "calls", "threads alive", "abandoned", "tool_timeout",
+           "executor_saturated", "wall s"], rows)
+    capped, lifted = rows[0][3], rows[1][3]
+    print(f"   threads left alive: {capped} with the cap vs {lifted} without "
+          f"({lifted / max(capped, 1):.0f}x); capped <= cap: {capped <= rows[0][1]}")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer repeats, shorter hang")
@@ -139,6 +232,9 @@ def main() -> int:
     bench_speedup(reg, [2, 4, 8, 16], 0.1, 1 if args.quick else 3)
     bench_hung(reg, 0.5, 1.5 if args.quick else 3.0)
     bench_overhead(reg, 500 if args.quick else 2000)
+    bench_async_vs_sync(reg, 0.2, 3 if args.quick else 10)
+    bench_thread_cap(reg, 300 if args.quick else 1000)
+    RELEASE.set()
     return 0
 
 

@@ -81,8 +81,9 @@ def bench_big_message() -> None:
     rows = []
     for label, make in [
         ("naive (one message at a time)", lambda: NaiveMessageManager("sys")),
-        ("agentlab, default (truncate to 36k)", lambda: MessageManager("sys")),
-        ("agentlab, message kept whole", lambda: MessageManager("sys", max_message_tokens=100_000)),
+        ("agentlab (truncate to 36k)", lambda: MessageManager("sys", max_tokens=120_000)),
+        ("agentlab, message kept whole", lambda: MessageManager("sys", max_tokens=120_000,
+                                                                max_message_tokens=100_000)),
     ]:
         m = make()
         preload(m, history)

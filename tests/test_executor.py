@@ -222,7 +222,7 @@ def test_abandoned_threads_are_visible_bounded_and_released(reg, gate):
     assert ex.abandoned_threads == 2 and ex.abandoned_calls == [("hang", "1"), ("hang", "2")]
     [r], wall = timed(ex.execute, [call("sleep", "3", seconds=0.0)])
     assert r.error_code == "executor_saturated" and wall < 0.05
-    assert "2 earlier calls (hang) timed out and are still running" in r.result
+    assert "2 earlier calls of this executor (hang) timed out and are still running" in r.result
     gate.set()
     for _ in range(100):
         if ex.abandoned_threads == 0:

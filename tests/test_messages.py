@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-import agentlab.messages as messages_mod
+import agentlab.messages.manager as messages_mod
 from agentlab import sim
 from agentlab.errors import ConfigError, ProviderError
 from agentlab.messages import MessageManager, synthetic_history
@@ -52,7 +52,8 @@ def feed(mm: MessageManager, history: list[dict], rng: random.Random) -> None:
 def check_invariants(mm: MessageManager) -> None:
     msgs = mm.get_messages()
     strict(msgs)
-    assert msgs[0] == {"role": "system", "content": "You are a researcher."}
+    assert msgs[0]["role"] == "system" and msgs[0]["content"].startswith("You are a researcher.")
+    assert [m["role"] for m in msgs].count("system") == 1  # the note joins the system prompt
     assert msgs[1] == {"role": "user", "content": TASK}, "the task must survive compression"
     assert mm.count_tokens() == count_messages_tokens(msgs, mm.model)
     assert mm.count_tokens() <= mm.threshold_tokens or mm.compressions[-1].over_budget
@@ -106,8 +107,9 @@ def test_compression_record_has_when_tokens_and_removed():
     assert rec.tokens_before > mm.threshold_tokens >= rec.tokens_after
     assert rec.messages_removed > 0 and rec.strategy == "sliding_window"
     assert f"{mm.compressions[-1].messages_removed}" in rec.note or "removed" in rec.note
-    note = mm.get_messages()[2]
-    assert note["role"] == "system" and "earlier messages were removed" in note["content"]
+    first = mm.get_messages()[0]
+    assert first["role"] == "system" and first["content"].startswith("You are a researcher.\n\n[")
+    assert "earlier messages were removed" in first["content"]
 
 
 def test_note_counts_all_removed_messages_across_compressions():
@@ -116,8 +118,8 @@ def test_note_counts_all_removed_messages_across_compressions():
     for i in range(200):
         mm.append({"role": "assistant" if i % 2 else "user", "content": f"message {i} " * 20})
     removed = sum(r.messages_removed for r in mm.compressions)
-    assert removed == 201 - (len(mm) - 2)  # everything but system + note is kept or removed
-    assert f"[{removed} earlier messages" in mm.get_messages()[2]["content"]
+    assert removed == 201 - (len(mm) - 1)  # everything but the system message is kept or removed
+    assert f"[{removed} earlier messages" in mm.get_messages()[0]["content"]
 
 
 def test_append_counts_each_message_once(monkeypatch):
@@ -180,7 +182,7 @@ def test_summarize_replaces_removed_messages_with_the_summary():
     llm = FakeLLM()
     mm = MessageManager("sys", max_tokens=3000, strategy="summarize", llm=llm)
     mm.extend(synthetic_history(40, seed=5))
-    note = mm.get_messages()[2]["content"]
+    note = mm.get_messages()[0]["content"]
     assert "found the event loop" in note and mm.compressions[0].strategy == "summarize"
     assert "call_0_0" in llm.seen[0][1]["content"] or "web_search" in llm.seen[0][1]["content"]
     strict(mm.get_messages())
@@ -191,7 +193,7 @@ def test_summarize_failure_falls_back_to_sliding_window_and_is_recorded():
     mm.extend(synthetic_history(40, seed=5))
     rec = mm.compressions[0]
     assert rec.strategy == "sliding_window" and rec.fallback == "RuntimeError: provider down"
-    assert "earlier messages were removed" in mm.get_messages()[2]["content"]
+    assert "earlier messages were removed" in mm.get_messages()[0]["content"]
     strict(mm.get_messages())
 
 
@@ -212,7 +214,7 @@ def test_restore_round_trips_get_messages_and_keeps_counting_removals():
     more = synthetic_history(30, seed=8)[1:]
     again.extend(more)
     total = removed_before + sum(r.messages_removed for r in again.compressions)
-    assert again.get_messages()[2]["content"].startswith(f"[{total} earlier messages were removed")
+    assert again.get_messages()[0]["content"].startswith(f"sys\n\n[{total} earlier messages were")
 
 
 def test_compressed_history_is_accepted_by_the_simulator_end_to_end():
@@ -225,7 +227,7 @@ def test_compressed_history_is_accepted_by_the_simulator_end_to_end():
             assert llm.chat(mm.get_messages()).content.startswith("seen ")
     assert all(r["status"] == 200 for r in s.requests)
     summaries = [r for r in mm.compressions if r.strategy == "summarize"]
-    assert len(summaries) >= 2 and "seen 2 messages" in mm.get_messages()[2]["content"]
+    assert len(summaries) >= 2 and "seen 2 messages" in mm.get_messages()[0]["content"]
 
 
 def test_naive_trim_is_rejected_by_the_simulator_with_a_400():

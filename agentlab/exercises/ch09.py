@@ -53,6 +53,9 @@ def check_percentile(fn: Callable) -> str:
              hint="use sorted(values), not values.sort()."),
         Case("p95 of 20 values is the 19th", lambda: fn(list(range(1, 21)), 95), 19,
              hint="0.95 * 20 = 19 exactly: rank 19, not 20."),
+        Case("p95 of 10 values is the 10th (the largest)", lambda: fn(list(range(1, 11)), 95),
+             10, hint="rank = ceil(0.95 * 10) = 10. Indexing with int(q / 100 * (n - 1)) gives "
+             "position 8 (the 9th value): that is an off-by-one, not the nearest rank."),
         Case("exact ranks survive float rounding (q = 7, n = 100)",
              lambda: fn(list(range(1, 101)), 7), 7,
              hint="0.07 * 100 is 7.000000000000001 in floats; compute q * n / 100 instead."),

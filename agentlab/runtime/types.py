@@ -9,6 +9,7 @@ from enum import Enum
 from typing import Any
 
 from ..errors import ConfigError
+from ..knobs import positive_int, positive_number
 
 __all__ = ["RunState", "RuntimeConfig", "AgentResult"]
 
@@ -38,9 +39,15 @@ class RuntimeConfig:
         parallel_tool_calls: run the calls of one turn in parallel.
         loop_detection_window, loop_detection_threshold: see ``agentlab.runtime.loop_guard``.
         step_timeout: upper bound in seconds on one model call (None: only the deadline).
+            It must be a positive number: 0 would cut every call before it starts, so it is
+            refused rather than read as "no limit" (that is None).
         tool_timeout: default per-tool timeout of the executor built by the runtime.
         max_workers: threads of that executor.
         temperature: sent with every model call.
+
+    Every limit is checked on construction: ``ConfigError("invalid_config")`` for 0 where a
+    positive value is needed, negatives, inf (use None where "no limit" is allowed), NaN, None
+    where a number is needed, and bools.
     """
 
     max_turns: int = 20
@@ -54,12 +61,13 @@ class RuntimeConfig:
     temperature: float = 0.0
 
     def __post_init__(self) -> None:
-        if self.max_turns < 1 or self.max_total_time <= 0 or self.tool_timeout <= 0:
-            raise ConfigError("invalid_config", "need max_turns >= 1, max_total_time > 0 and "
-                              "tool_timeout > 0")
-        if self.loop_detection_window < 2 or self.loop_detection_threshold < 2:
-            raise ConfigError("invalid_config", "need loop_detection_window >= 2 and "
-                              "loop_detection_threshold >= 2")
+        positive_int("max_turns", self.max_turns)
+        positive_number("max_total_time", self.max_total_time)
+        positive_number("step_timeout", self.step_timeout, allow_none=True)
+        positive_number("tool_timeout", self.tool_timeout)
+        positive_int("max_workers", self.max_workers)
+        positive_int("loop_detection_window", self.loop_detection_window, minimum=2)
+        positive_int("loop_detection_threshold", self.loop_detection_threshold, minimum=2)
 
 
 @dataclass

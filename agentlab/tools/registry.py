@@ -13,12 +13,18 @@ docstring and produces the JSON schema the model sees. The article maps types wi
     Literal[...], Enum                  -> enum (with a type when all values share one)
     dataclass, TypedDict                -> nested object (additionalProperties: false)
     Annotated[T, "text"]                -> T with that description
+    BaseModel, Field(...), constraints  -> pydantic's schema (see ``pydantic_params``)
 
 ``validate`` checks what the model sent against the same types, coerces only what cannot lose
 information ("5" -> 5, 5 -> 5.0, "true" -> True, 7.0 -> 7, null for a defaulted field -> the
 Python default), and reports *every* bad field in one ``ToolError("invalid_arguments")`` whose
-message a model can act on. Its returned dict holds what the function expects: dataclass
-instances for dataclass parameters and Enum members for Enum parameters.
+message a model can act on. Its returned dict holds what the function expects: instances for
+``BaseModel``/dataclass parameters (validated by pydantic, with its coercions), Enum members
+for Enum parameters, and the real default for a ``Field(default=...)`` parameter.
+
+What can be a tool (``callables.py``): functions and ``async def`` functions (the executor runs
+them on its own event loop), bound methods, static methods, ``functools.partial`` (its fixed
+keywords leave the schema) and callable objects; Google, Sphinx and numpy docstrings.
 
 The registry is here; schema generation lives in ``agentlab.tools.schema`` and argument checking in
 ``agentlab.tools.validation`` (both re-exported where a learner needs them).
@@ -27,11 +33,13 @@ from __future__ import annotations
 
 import copy
 import inspect
+import math
 import threading
 from typing import Any, Callable
 
 from ..errors import ConfigError, ToolError
-from .schema import (IDEMPOTENCY_PARAM, TOOL_NAME_RE, ToolSpec, function_schema, inspect_tool,
+from .callables import resolve_callable
+from .schema import (IDEMPOTENCY_PARAM, TOOL_NAME_RE, ToolSpec, _inspect, function_schema,
                      parse_docstring, schema_for_type)
 from .validation import check_fields, format_errors, json_type
 
@@ -72,14 +80,15 @@ class ToolRegistry:
                 ``invalid_tool_name``, ``unsupported_signature``, ``unsupported_type``,
                 ``invalid_option``.
         """
-        name = name or getattr(func, "__name__", "")
+        name = name or resolve_callable(func, "?").name
         if not TOOL_NAME_RE.match(name):
             raise ConfigError("invalid_tool_name", f"tool name {name!r} must match "
                               "[A-Za-z0-9_-]{1,64}; pass name=... to register()")
-        if timeout is not None and not (isinstance(timeout, (int, float)) and timeout > 0):
-            raise ConfigError("invalid_option", f"tool {name!r}: timeout must be a positive "
-                              f"number of seconds or None, got {timeout!r}")
-        schema, params = inspect_tool(func, name, description, side_effects)
+        if timeout is not None and not (isinstance(timeout, (int, float)) and not
+                                        isinstance(timeout, bool) and 0 < timeout < math.inf):
+            raise ConfigError("invalid_option", f"tool {name!r}: timeout must be a positive, "
+                              f"finite number of seconds or None, got {timeout!r}")
+        schema, params, is_async = _inspect(func, name, description, side_effects)
         takes_key = side_effects and IDEMPOTENCY_PARAM in inspect.signature(func).parameters
         options = {"timeout": timeout, "side_effects": bool(side_effects),
                    "idempotency_key": takes_key}
@@ -87,7 +96,7 @@ class ToolRegistry:
             if name in self._tools and not replace:
                 raise ConfigError("tool_exists", f"a tool named {name!r} is already registered; "
                                   "pick another name or pass replace=True")
-            self._tools[name] = ToolSpec(name, func, schema, params, options)
+            self._tools[name] = ToolSpec(name, func, schema, params, options, is_async)
         return func
 
     def get_function(self, name: str) -> Callable | None:
@@ -106,6 +115,10 @@ class ToolRegistry:
 
     def list_tools(self) -> list[str]:
         return list(self._tools)
+
+    def is_async(self, name: str) -> bool:
+        """True when calling the tool returns a coroutine (an ``async def`` tool)."""
+        return self._require(name).is_async
 
     def get_options(self, name: str) -> dict[str, Any]:
         """``{"timeout": seconds | None, "side_effects": bool, "idempotency_key": bool}``."""

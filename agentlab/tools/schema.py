@@ -1,7 +1,19 @@
-"""JSON schemas from Python type hints and Google-style docstrings (chapter 02).
+"""JSON schemas from Python type hints and docstrings (chapter 02).
 
 The half of the tool registry that turns a function into what the model sees; taught in
-``notebooks/02_tool_registry.ipynb``. See ``agentlab.tools`` for the type table.
+``notebooks/02_tool_registry.ipynb``. See ``agentlab.tools`` for the type table. Plain type hints
+are walked here, by hand (that walk is what the chapter teaches); a parameter that involves a
+pydantic model, a dataclass, a TypedDict or a ``Field(...)`` is described by pydantic
+(``pydantic_params.py``). ``schema_for_type`` still walks dataclasses and TypedDicts itself, so
+the notebook can show the idea and the tests can cross-check it against pydantic.
+
+Parameter descriptions, when several sources give one (the order openai-agents'
+``function_schema`` and LangChain's ``_infer_arg_descriptions`` use; pydantic-ai differs and
+lets ``Field(description=...)`` win over the docstring):
+
+1. the docstring entry of the parameter (Google ``Args:``, Sphinx ``:param:``, numpy);
+2. else the text of ``Annotated[T, "text"]``;
+3. else ``Field(description=...)`` (as the default or inside ``Annotated``).
 """
 from __future__ import annotations
 
@@ -15,7 +27,13 @@ import typing
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from typing_extensions import NotRequired, Required  # typing has them from 3.11 only
+
 from ..errors import ConfigError
+from .callables import resolve_callable
+from .docstrings import parse_docstring
+from .kinds import is_typeddict, is_union
+from .pydantic_params import PydanticParam, needs_pydantic
 
 
 __all__ = ["schema_for_type", "function_schema", "parse_docstring", "inspect_tool", "ToolSpec",
@@ -24,64 +42,10 @@ __all__ = ["schema_for_type", "function_schema", "parse_docstring", "inspect_too
 TOOL_NAME_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")  # what the OpenAI API accepts as a tool name
 PRIMITIVES = {str: "string", int: "integer", float: "number", bool: "boolean",
                type(None): "null"}
-_ARGS_SECTIONS = {"args", "arguments", "parameters", "params", "keyword args",
-                  "keyword arguments", "attributes"}
-_SECTION_RE = re.compile(r"^([A-Za-z][A-Za-z ]{1,30}):\s*$")
-_ENTRY_RE = re.compile(r"^\*{0,2}(\w+)\s*(?:\(([^)]*)\))?\s*:\s*(.*)$")
 IDEMPOTENCY_PARAM = "idempotency_key"
 
 
-# -- docstrings ------------------------------------------------------------------------------
-def parse_docstring(doc: str | None) -> tuple[str, dict[str, str]]:
-    """Split a Google-style docstring into (description, {parameter: description}).
-
-    The description is the whole first paragraph (wrapped lines joined), never a section.
-    Parameters come from ``Args:`` (or ``Attributes:`` for dataclasses), matched by the exact
-    name at the start of an entry, in both ``name: text`` and ``name (type): text`` forms;
-    indented continuation lines are joined. ``Returns:`` and other sections are ignored.
-    """
-    lines = inspect.cleandoc(doc or "").splitlines()
-    summary: list[str] = []
-    for line in lines:
-        if not line.strip() or _SECTION_RE.match(line.strip()):
-            break
-        summary.append(line.strip())
-    params: dict[str, str] = {}
-    section_indent, entry_indent, current = None, None, None
-    for line in lines:
-        text, indent = line.strip(), len(line) - len(line.lstrip())
-        if not text:
-            continue
-        header = _SECTION_RE.match(text)
-        if header and (section_indent is None or indent <= section_indent):
-            in_args = header.group(1).strip().lower() in _ARGS_SECTIONS
-            section_indent = indent if in_args else None
-            entry_indent, current = None, None
-            continue
-        if section_indent is None:
-            continue
-        if indent <= section_indent:  # dedent: the section is over
-            section_indent, current = None, None
-            continue
-        entry_indent = indent if entry_indent is None else entry_indent
-        match = _ENTRY_RE.match(text) if indent == entry_indent else None
-        if match:
-            current = match.group(1)
-            params[current] = match.group(3).strip()
-        elif current is not None and indent > entry_indent:
-            params[current] = (params[current] + " " + text).strip()
-    return " ".join(summary), params
-
-
 # -- type hints -> JSON schema ------------------------------------------------------------------
-def is_typeddict(tp: Any) -> bool:
-    return isinstance(tp, type) and issubclass(tp, dict) and hasattr(tp, "__required_keys__")
-
-
-def is_union(origin: Any) -> bool:
-    return origin is typing.Union or origin is types.UnionType
-
-
 def _enum_schema(values: list[Any]) -> dict:
     """``{"type": ..., "enum": values}``; the type only when every value has the same one."""
     kinds = {PRIMITIVES.get(type(v)) for v in values}
@@ -105,8 +69,8 @@ def type_fields(tp: Any) -> list[tuple[str, Any, bool, Any]]:
             # __required_keys__ is wrong for string annotations (``from __future__ import
             # annotations``), so the resolved Required/NotRequired wrapper decides
             required = name in tp.__required_keys__
-            while typing.get_origin(hint) in (typing.Required, typing.NotRequired):
-                required = typing.get_origin(hint) is typing.Required
+            while typing.get_origin(hint) in (Required, NotRequired):
+                required = typing.get_origin(hint) is Required
                 hint = typing.get_args(hint)[0]
             out.append((name, hint, required, dataclasses.MISSING))
         return out
@@ -202,16 +166,13 @@ def schema_for_type(tp: Any, *, _seen: tuple = ()) -> dict:
                       "a dataclass or a TypedDict")
 
 
-def _param_hints(func: Callable, names: list[str]) -> dict[str, Any]:
+def _param_hints(target: Callable, names: list[str]) -> dict[str, Any]:
     """Resolve the annotation of each parameter on its own.
 
     ``typing.get_type_hints(func)`` evaluates *every* annotation including the return one, so
     a forward reference in ``-> "Report"`` that cannot be resolved would break registration.
     Evaluating parameter by parameter never touches the return annotation.
     """
-    target = inspect.unwrap(func)
-    if not hasattr(target, "__annotations__") and callable(target):
-        target = type(target).__call__  # a callable object: read its __call__
     raw = getattr(target, "__annotations__", {}) or {}
     globalns = getattr(target, "__globals__", {})
     hints = {}
@@ -229,8 +190,11 @@ def _param_hints(func: Callable, names: list[str]) -> dict[str, Any]:
 
 @dataclass
 class Param:
+    """How one parameter is checked: by the hand-written validator, or by pydantic (``model``)."""
+
     type: Any
     required: bool
+    model: PydanticParam | None = None
 
 
 @dataclass
@@ -240,18 +204,33 @@ class ToolSpec:
     schema: dict
     params: dict[str, Param]
     options: dict[str, Any] = field(default_factory=dict)
+    is_async: bool = False
 
 
-def inspect_tool(func: Callable, name: str, description: str | None,
-                  side_effects: bool) -> tuple[dict, dict[str, Param]]:
+def _annotated_text(hint: Any) -> str | None:
+    if typing.get_origin(hint) is typing.Annotated:
+        return next((a for a in typing.get_args(hint)[1:] if isinstance(a, str)), None)
+    return None
+
+
+def inspect_tool(func: Callable, name: str, description: str | None, side_effects: bool,
+                 ) -> tuple[dict, dict[str, Param]]:
     """Build (schema, params) for ``func``, refusing what a JSON schema cannot describe."""
+    return _inspect(func, name, description, side_effects)[:2]
+
+
+def _inspect(func: Callable, name: str, description: str | None, side_effects: bool,
+             ) -> tuple[dict, dict[str, Param], bool]:
+    tc = resolve_callable(func, name)
     try:
-        sig = inspect.signature(func)
+        sig = inspect.signature(tc.call)
     except (TypeError, ValueError) as exc:
         raise ConfigError("unsupported_signature", f"tool {name!r}: no signature ({exc})") from exc
-    summary, descs = parse_docstring(func.__doc__)
+    summary, descs = parse_docstring(tc.doc)
     kept = []
     for p in sig.parameters.values():
+        if p.name in tc.fixed:
+            continue  # supplied by the partial: the caller's choice, not the model's
         if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD, p.POSITIONAL_ONLY):
             what = {p.VAR_POSITIONAL: f"*{p.name}", p.VAR_KEYWORD: f"**{p.name}",
                     p.POSITIONAL_ONLY: f"positional-only {p.name}"}[p.kind]
@@ -261,31 +240,37 @@ def inspect_tool(func: Callable, name: str, description: str | None,
         if side_effects and p.name == IDEMPOTENCY_PARAM:
             continue  # filled in by the executor, never by the model
         kept.append(p)
-    hints = _param_hints(func, [p.name for p in kept])
+    hints = _param_hints(tc.target, [p.name for p in kept])
     props, required, params = {}, [], {}
     for p in kept:
         hint = hints.get(p.name, Any)
-        prop = schema_for_type(hint)
-        if p.name in descs and "description" not in prop:
-            prop["description"] = descs[p.name]
-        if p.default is p.empty:
-            required.append(p.name)
+        text = descs.get(p.name) or _annotated_text(hint)  # see the module docstring
+        if needs_pydantic(hint, p.default):
+            model = PydanticParam(name, p.name, hint, p.default)
+            prop, is_required = dict(model.schema), model.required
+            if text:
+                prop["description"] = text
         else:
-            ok, value = _json_default(p.default)
-            if ok:
-                prop["default"] = value
+            model, is_required = None, p.default is p.empty
+            prop = schema_for_type(hint)
+            if text:
+                prop["description"] = text
+            if not is_required:
+                ok, value = _json_default(p.default)
+                if ok:
+                    prop["default"] = value
+        if is_required:
+            required.append(p.name)
         props[p.name] = prop
-        params[p.name] = Param(hint, p.default is p.empty)
+        params[p.name] = Param(hint, is_required, model)
     schema = {"type": "function", "function": {
         "name": name, "description": summary if description is None else description,
         "parameters": {"type": "object", "properties": props, "required": required,
                        "additionalProperties": False}}}
-    return schema, params
+    return schema, params, tc.is_async
 
 
 def function_schema(func: Callable, name: str | None = None,
                     description: str | None = None) -> dict:
     """The OpenAI function-tool schema of ``func`` without registering it."""
-    return inspect_tool(func, name or func.__name__, description, False)[0]
-
-
+    return inspect_tool(func, name or resolve_callable(func, "?").name, description, False)[0]

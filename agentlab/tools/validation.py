@@ -1,7 +1,8 @@
 """Validation of model-supplied tool arguments against the schema (chapter 02).
 
 Coerces only what cannot lose information and reports every bad field in one
-``ToolError("invalid_arguments")``; see ``agentlab.tools`` for the rules.
+``ToolError("invalid_arguments")``; see ``agentlab.tools`` for the rules. Parameters that
+pydantic describes (``Param.model``) are validated by pydantic, in the same report.
 """
 from __future__ import annotations
 
@@ -15,17 +16,11 @@ import re
 import typing
 from typing import Any
 
-
-from .schema import PRIMITIVES, Param, is_typeddict, is_union, type_fields
+from .kinds import is_typeddict, is_union, json_type, show_value
+from .schema import PRIMITIVES, Param, type_fields
 
 __all__ = ["json_type", "check_fields", "format_errors"]
 
-# -- validation ----------------------------------------------------------------------------------
-def json_type(value: Any) -> str:
-    if isinstance(value, bool):
-        return "boolean"
-    return {str: "string", int: "integer", float: "number", list: "array", dict: "object",
-            type(None): "null"}.get(type(value), type(value).__name__)
 
 
 def _describe(tp: Any) -> str:
@@ -46,16 +41,9 @@ def _describe(tp: Any) -> str:
         return "one of " + ", ".join(json.dumps(v) for v in values)
     if dataclasses.is_dataclass(tp) or is_typeddict(tp):
         return "object {" + ", ".join(n for n, *_ in type_fields(tp)) + "}"
+    if isinstance(getattr(tp, "model_fields", None), dict):  # a pydantic model
+        return "object {" + ", ".join(tp.model_fields) + "}"
     return {list: "array", dict: "object"}.get(tp, "any value")
-
-
-def _show(value: Any) -> str:
-    """The value as the model wrote it (JSON), cut to 60 characters."""
-    try:
-        text = json.dumps(value, ensure_ascii=False)
-    except (TypeError, ValueError):
-        text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _kind(tp: Any) -> str:
@@ -122,7 +110,7 @@ def _convert(tp: Any, value: Any, path: str, errors: list[dict], strict: bool = 
 
     def bad(problem: str = "wrong_type") -> None:
         err = {"field": path, "problem": problem, "expected": _describe(tp),
-               "got": f"{_show(value)} ({json_type(value)})"}
+               "got": f"{show_value(value)} ({json_type(value)})"}
         if _allowed(tp) is not None:
             err["allowed"] = _allowed(tp)
         errors.append(err)
@@ -172,23 +160,7 @@ def _convert(tp: Any, value: Any, path: str, errors: list[dict], strict: bool = 
             return bad()
         item = args[1] if args else Any
         return {k: _convert(item, v, f"{path}.{k}", errors, strict) for k, v in value.items()}
-    if dataclasses.is_dataclass(tp) or is_typeddict(tp):
-        if dataclasses.is_dataclass(tp) and isinstance(value, tp):
-            return value
-        if not isinstance(value, dict):
-            return bad()
-        specs = {n: Param(h, r) for n, h, r, _ in type_fields(tp)}
-        before = len(errors)
-        out = check_fields(specs, value, path + ".", errors, strict)
-        if len(errors) > before or is_typeddict(tp):
-            return out
-        try:
-            return tp(**out)
-        except Exception as exc:  # e.g. a __post_init__ that checks a range
-            errors.append({"field": path, "problem": "rejected", "expected": _describe(tp),
-                           "got": f"{type(exc).__name__}: {exc}"})
-            return None
-    return value  # not reachable for registered types: schema_for_type refused the rest
+    return value  # not reachable for registered types: the rest goes to pydantic
 
 
 def check_fields(specs: dict[str, Param], value: dict, prefix: str, errors: list[dict],
@@ -199,22 +171,29 @@ def check_fields(specs: dict[str, Param], value: dict, prefix: str, errors: list
             near = difflib.get_close_matches(key, list(specs), n=1)
             errors.append({"field": prefix + key, "problem": "unexpected",
                            "expected": "one of the fields " + ", ".join(specs),
-                           "got": _show(value[key]),
+                           "got": show_value(value[key]),
                            **({"did_you_mean": prefix + near[0]} if near else {})})
     for name, spec in specs.items():
         if name not in value or (value[name] is None and not spec.required
-                                 and not _accepts_none(spec.type)):
+                                 and not _accepts_none(spec)):
             if spec.required:
                 errors.append({"field": prefix + name, "problem": "missing",
                                "expected": _describe(spec.type), "got": "nothing"})
+            elif spec.model is not None and spec.model.fills_default:
+                out[name] = spec.model.default()  # the Field's default, never the FieldInfo
             continue  # absent (or null for a defaulted field): Python fills the default
-        out[name] = _convert(spec.type, value[name], prefix + name, errors, strict)
+        if spec.model is not None:
+            out[name] = spec.model.validate(value[name], prefix + name, errors)
+        else:
+            out[name] = _convert(spec.type, value[name], prefix + name, errors, strict)
     return out
 
 
-def _accepts_none(tp: Any) -> bool:
+def _accepts_none(spec: Param) -> bool:
+    if spec.model is not None:
+        return spec.model.accepts_none
     trial: list[dict] = []
-    _convert(tp, None, "", trial, strict=True)
+    _convert(spec.type, None, "", trial, strict=True)
     return not trial
 
 
@@ -223,11 +202,16 @@ def format_errors(tool: str, errors: list[dict]) -> str:
              f"problem{'s' if len(errors) != 1 else ''}):"]
     for e in errors:
         if e["problem"] == "missing":
-            text = f"missing required field (expected {e['expected']})"
+            text = "missing required field" + ("" if "message" in e else
+                                               f" (expected {e['expected']})")
+        elif e["problem"] == "unexpected" and "message" in e:
+            text = "unexpected field (not one of this object's fields)"
         elif e["problem"] == "unexpected":
             text = f"unexpected field (allowed: {e['expected'][len('one of the fields '):]})"
             if "did_you_mean" in e:
                 text += f"; did you mean '{e['did_you_mean']}'?"
+        elif "message" in e:  # from pydantic: its own sentence, e.g. "Input should be >= 0"
+            text = f"{e['message']}; got {e['got']}"
         else:
             text = f"expected {e['expected']}; got {e['got']}"
         lines.append(f"- {e['field']}: {text}")

@@ -1,0 +1,18 @@
+"""Chapter 03 — the tool executor: run the model's calls with enforced timeouts.
+
+Taught in ``notebooks/03_tool_executor.ipynb``. Four files, read in this order:
+
+- ``executor.py``: ``ToolExecutor``, the batch loop (serial and parallel), timeouts, the
+  error contract;
+- ``results.py``: ``ToolResult`` and ``to_text``, a result made text inside its own boundary;
+- ``aio.py``: the event loop that runs ``async def`` tools (and cancels them on timeout);
+- ``threads.py``: worker threads for sync tools and the process-wide cap on abandoned ones.
+"""
+from .executor import ToolExecutor
+from .results import ToolResult, render_result, safe_str, to_text
+from .threads import (DEFAULT_ABANDONED_LIMIT, abandoned_calls, abandoned_limit,
+                      abandoned_threads, set_abandoned_limit)
+
+__all__ = ["ToolExecutor", "ToolResult", "to_text", "render_result", "safe_str",
+           "abandoned_threads", "abandoned_calls", "abandoned_limit", "set_abandoned_limit",
+           "DEFAULT_ABANDONED_LIMIT"]

@@ -1,0 +1,377 @@
+"""Tool executor: run the model's tool calls with enforced timeouts, serially or in parallel.
+
+Taught in ``notebooks/03_tool_executor.ipynb`` (article Step 3).
+
+A sync call runs in a daemon worker thread (``threads.py``); an ``async def`` call runs as a
+task on the executor's own event loop (``aio.py``). The caller waits for either with a
+deadline, in ``execute`` (one at a time) and ``execute_parallel`` (up to ``max_workers`` at
+once) alike. The article's parallel version waits inside ``with ThreadPoolExecutor(...)`` and
+calls ``result(timeout)`` future by future: the ``with`` block joins every thread on exit, so
+one hung tool holds the whole batch for as long as it hangs, and the timeouts add up.
+
+What a timeout can stop: a timed-out async call is *cancelled* (``CancelledError`` at its next
+``await``). Python cannot kill a thread, so a timed-out sync call is *abandoned*: reported as
+``tool_timeout``, its thread runs on until the function returns, and its writes still happen
+(so tools should carry their own request timeouts, and side-effecting tools be idempotent).
+Abandoned threads are capped per process (``threads.py``): past the cap, calls fail fast.
+
+The error contract: nothing raises out of ``execute``/``execute_parallel``. Each call yields one
+``ToolResult`` in call order, rendered to text inside its own error boundary (``results.py``);
+a failure carries ``error_code`` and a text telling the model what to do differently:
+
+    tool_not_found            the name is not registered (the text lists the available tools)
+    invalid_arguments         arguments are not a JSON object or fail ``ToolRegistry.validate``
+    tool_failed               the function raised (type and message shown); an ``AgentError``
+                              raised by a tool keeps its own code
+    tool_timeout              the call missed its deadline (async: cancelled; sync: abandoned)
+    tool_result_unrenderable  the call ran, but its result has no text form
+    deadline_exceeded         the batch ``timeout`` ran out before the call could start
+    executor_saturated        too many abandoned calls are still running
+    executor_error            an internal failure; the text says whether the call had started
+
+Each tool receives a deep copy of the arguments: mutating them cannot change the caller's record.
+
+Timeouts: a call's own limit is the tool's ``timeout`` option, else
+``timeout_manager.get_timeout(name)`` when a manager is set, else ``default_timeout``. The
+``timeout`` argument of ``execute*`` bounds the whole batch (the runtime passes its remaining
+time): no call runs past ``start + timeout``. ``ToolResult.timeout_s`` is the limit enforced.
+With a ``timeout_manager``, every call that ran is reported through
+``record_execution(name, duration_ms, success=, timed_out=)``; a call cut off by its own limit
+is recorded as that limit in ms with ``timed_out=True`` (a call cut short only by the batch
+bound is not recorded: it says nothing about the tool).
+
+Idempotency: a tool registered with ``side_effects=True`` that has an ``idempotency_key``
+parameter is called with ``idempotency_key=prefix + tool_call_id``. The executor only passes on
+the prefix it is given (``execute*(..., idempotency_prefix=...)``, else its
+``idempotency_prefix`` attribute, "" by default) and never invents one; the durable executor
+of chapter 11 sets ``"<run_id>:"``, so a retried or resumed call gets the same key and the
+tool can refuse to write twice.
+"""
+from __future__ import annotations
+
+import concurrent.futures
+import copy
+import logging
+import math
+import threading
+import time
+import weakref
+from typing import Any, Iterable
+
+from ..errors import AgentError, ToolError
+from ..knobs import positive_int, positive_number
+from ..tools import IDEMPOTENCY_PARAM, ToolRegistry
+from .aio import LoopRunner
+from .results import ToolResult, failed_result, render_result, safe_str
+from .threads import (WorkerPool, abandoned_threads as _process_abandoned, call_sync, check_capacity,
+                      register_abandoned, release_abandoned)
+
+__all__ = ["ToolExecutor"]
+
+logger = logging.getLogger(__name__)
+
+
+class _Call:
+    """Book-keeping for one call of a batch; guarded by the batch's condition lock."""
+
+    __slots__ = ("index", "call", "kwargs", "limit_s", "own_limit", "deadline", "started",
+                 "done", "abandoned", "outcome", "future", "__weakref__")
+
+    def __init__(self, index: int, call: Any) -> None:
+        self.index, self.call, self.kwargs = index, call, {}
+        self.limit_s = self.deadline = self.started = 0.0
+        self.own_limit = True  # False when the batch bound, not the tool's limit, applies
+        self.done = self.abandoned = False
+        self.outcome: tuple[Any, BaseException | None, float] | None = None
+        self.future: concurrent.futures.Future | None = None  # async calls only
+
+
+def _ids(call: Any) -> tuple[str, str]:
+    return safe_str(getattr(call, "id", "")), safe_str(getattr(call, "name", ""))
+
+
+class ToolExecutor:
+    """Runs tool calls against a ``ToolRegistry``; see the module docstring for the contract.
+
+    Args:
+        registry: where tools, schemas, validation and per-tool options come from.
+        default_timeout: seconds per call when neither the tool nor the manager sets one.
+        max_workers: calls running at once in ``execute_parallel``.
+        timeout_manager: optional ``AdaptiveTimeoutManager`` (``get_timeout``/``record_execution``).
+        max_output_chars: longer results are cut with a visible marker.
+        max_abandoned: this executor's abandoned-but-running threads tolerated before its new
+            calls fail fast (default ``max(8, 4 * max_workers)``); the process-wide cap
+            (``agentlab.executor.set_abandoned_limit``) applies as well.
+
+    Every number is checked here (``ConfigError`` for 0, negatives, inf, NaN, None, bools).
+    Thread-safe: several threads may call ``execute`` on one executor at once.
+    """
+
+    def __init__(self, registry: ToolRegistry, default_timeout: float = 30.0,
+                 max_workers: int = 4, timeout_manager: Any = None, *,
+                 max_output_chars: int = 20000, max_abandoned: int | None = None) -> None:
+        self.registry = registry
+        self.default_timeout = positive_number("default_timeout", default_timeout)
+        self.max_workers = positive_int("max_workers", max_workers)
+        self.timeout_manager = timeout_manager
+        self.max_output_chars = positive_int("max_output_chars", max_output_chars)
+        self.max_abandoned = (max(8, 4 * self.max_workers) if max_abandoned is None else
+                              positive_int("max_abandoned", max_abandoned))
+        self.idempotency_prefix = ""
+        self._lock = threading.Lock()
+        self._abandoned: dict[int, tuple[str, str]] = {}  # id(call state) -> (tool, call id)
+        self._pool = WorkerPool()
+        self._loop = LoopRunner()
+        weakref.finalize(self, self._loop.close)
+
+    # -- public API ---------------------------------------------------------------------------
+    def execute(self, tool_calls: Iterable[Any], timeout: float | None = None, *,
+                idempotency_prefix: str | None = None) -> list[ToolResult]:
+        """Run the calls one after another, each bounded by its timeout."""
+        return self._run_safely(tool_calls, 1, timeout, idempotency_prefix)
+
+    def execute_parallel(self, tool_calls: Iterable[Any], timeout: float | None = None, *,
+                         idempotency_prefix: str | None = None) -> list[ToolResult]:
+        """Run up to ``max_workers`` calls at once; results in call order."""
+        return self._run_safely(tool_calls, self.max_workers, timeout, idempotency_prefix)
+
+    @property
+    def abandoned_threads(self) -> int:
+        """How many of *this executor's* timed-out sync calls still run in their threads
+        (``agentlab.executor.abandoned_threads()`` counts the whole process)."""
+        with self._lock:
+            return len(self._abandoned)
+
+    process_abandoned_threads = staticmethod(_process_abandoned)
+
+    worker_threads = property(lambda self: self._pool.threads,
+                              doc="Worker threads alive now (busy, abandoned or idle).")
+    running_tasks = property(lambda self: self._loop.running_tasks(),
+                             doc="Async tool tasks still running on this executor's loop.")
+
+    @property
+    def abandoned_calls(self) -> list[tuple[str, str]]:
+        """(tool name, tool_call_id) of each abandoned call that is still running."""
+        with self._lock:
+            return list(self._abandoned.values())
+
+    def close(self) -> None:
+        """Stop the event loop of async tools (cancelling what still runs on it)."""
+        self._loop.close()
+
+    @staticmethod
+    def results_to_messages(results: Iterable[ToolResult]) -> list[dict]:
+        """One ``{"role": "tool", "tool_call_id", "content"}`` message per result, in order."""
+        return [{"role": "tool", "tool_call_id": r.tool_call_id, "content": r.result}
+                for r in results]
+
+    # -- the batch loop -----------------------------------------------------------------------
+    def _run_safely(self, tool_calls: Iterable[Any], concurrency: int, timeout: Any,
+                    prefix: str | None) -> list[ToolResult]:
+        """The batch, behind a last boundary: an internal failure fails the calls without a
+        result, each saying whether it had started (so the model knows what ran)."""
+        states: list[_Call] = []
+        results: list[ToolResult | None] = []
+        try:
+            states = [_Call(i, c) for i, c in enumerate(tool_calls)]
+            results = [None] * len(states)
+            self._run_batch(states, concurrency, timeout, prefix, results)
+        except Exception as exc:  # noqa: BLE001 - the executor never raises
+            logger.exception("tool batch failed")
+            for st in states:
+                if results[st.index] is None:
+                    call_id, name = _ids(st.call)
+                    ran = ("had started and may have completed its effects" if st.started
+                           else "was not run")
+                    results[st.index] = failed_result(
+                        call_id, name, "executor_error", f"The executor failed "
+                        f"({type(exc).__name__}: {safe_str(exc)}); '{name}' {ran}.", 0.0,
+                        st.started, None, self.max_output_chars)
+        return results  # type: ignore[return-value]
+
+    def _run_batch(self, states: list[_Call], concurrency: int, timeout: Any,
+                   prefix: str | None, results: list) -> None:
+        """Start up to ``concurrency`` calls, wait for the first to finish or the nearest
+        deadline, collect, repeat. Serial execution is the same loop with concurrency 1."""
+        start = time.perf_counter()
+        timeout = None if timeout is None or timeout == math.inf else float(timeout)
+        if timeout is not None and math.isnan(timeout):
+            raise ToolError("invalid_config", "the batch timeout is NaN")
+        batch_deadline = None if timeout is None else start + max(0.0, timeout)
+        prefix = self.idempotency_prefix if prefix is None else prefix
+        pending = list(reversed(states))  # pop() from the end keeps call order
+        running: list[_Call] = []
+        cond = threading.Condition()
+        with cond:
+            while pending or running:
+                # 1. start calls while there is room (rejected calls finish at once)
+                while pending and len(running) < concurrency:
+                    state = pending.pop()
+                    early = self._prepare(state, batch_deadline, prefix)
+                    if early is not None:
+                        results[state.index] = early
+                    else:
+                        self._start(state, cond)
+                        running.append(state)
+                if not running:
+                    continue
+                # 2. wait until something finishes or the nearest deadline passes
+                now = time.perf_counter()
+                nearest = min(s.deadline for s in running)
+                if not any(s.done for s in running) and nearest > now:
+                    cond.wait(nearest - now)
+                # 3. collect finished calls, give up on overdue ones
+                now = time.perf_counter()
+                for state in list(running):
+                    if state.done:
+                        results[state.index] = self._finish(state)
+                    elif now >= state.deadline:
+                        results[state.index] = self._abandon(state, now)
+                    else:
+                        continue
+                    running.remove(state)
+
+    def _prepare(self, state: _Call, batch_deadline: float | None,
+                 prefix: str) -> ToolResult | None:
+        """Validate and time one call; a ``ToolResult`` if it must not run."""
+        call = state.call
+        call_id, name = _ids(call)
+        try:
+            parse_error = getattr(call, "parse_error", None)
+            if name not in self.registry:
+                self.registry.validate(name, {})  # raises tool_not_found with the list
+            if parse_error:
+                raise ToolError("invalid_arguments", f"The arguments for '{name}' are not a "
+                                f"valid JSON object ({parse_error}). Call '{name}' again with "
+                                "the arguments as one JSON object.")
+            # a private deep copy: what the tool mutates is not what the caller recorded
+            kwargs = self.registry.validate(name, copy.deepcopy(getattr(call, "arguments", None)))
+            options = self.registry.get_options(name)
+            if options.get("idempotency_key"):
+                kwargs[IDEMPOTENCY_PARAM] = f"{prefix}{call_id}"
+            self._check_capacity(name)
+        except AgentError as exc:
+            return self._failed(call_id, name, exc.code, exc.message, 0.0)
+        except Exception as exc:  # a bug while checking must still not escape the executor
+            logger.exception("checking call %s of '%s' failed", call_id, name)
+            return self._failed(call_id, name, "invalid_arguments", f"The arguments for "
+                                f"'{name}' could not be checked ({type(exc).__name__}: "
+                                f"{safe_str(exc)}).", 0.0)
+        limit = self._own_limit(name, options)
+        now = time.perf_counter()
+        state.kwargs, state.limit_s, state.deadline = kwargs, limit, now + limit
+        if batch_deadline is not None and batch_deadline < state.deadline:
+            state.deadline, state.own_limit = batch_deadline, False
+            if batch_deadline <= now:
+                return self._failed(call_id, name, "deadline_exceeded", f"'{name}' was not run: "
+                                    "the time budget for this step ran out before it could "
+                                    "start. Retry it in a later step if it is still needed.", 0.0)
+        return None
+
+    def _check_capacity(self, name: str) -> None:
+        if not self.registry.is_async(name):  # a cancelled task frees itself; a thread may not
+            check_capacity(name, self.abandoned_calls, self.max_abandoned)
+
+    def _own_limit(self, name: str, options: dict) -> float:
+        if options.get("timeout") is not None:
+            return float(options["timeout"])
+        if self.timeout_manager is not None:
+            try:
+                value = float(self.timeout_manager.get_timeout(name))
+                if 0 < value < math.inf:
+                    return value
+                logger.warning("timeout_manager.get_timeout(%r) returned %r; using %s s",
+                               name, value, self.default_timeout)
+            except Exception:  # a broken manager must not break the batch
+                logger.exception("timeout_manager.get_timeout(%r) failed", name)
+        return self.default_timeout
+
+    def _start(self, state: _Call, cond: threading.Condition) -> None:
+        func = self.registry.get_function(state.call.name)
+        is_async = self.registry.is_async(state.call.name)
+
+        def finish(value: Any, error: BaseException | None, t0: float) -> None:
+            elapsed_ms = (time.perf_counter() - t0) * 1000
+            with cond:
+                state.outcome, state.done = (value, error, elapsed_ms), True
+                if state.abandoned:  # nobody is waiting any more: just stop counting it
+                    self._release(state)
+                    logger.info("abandoned call %s of '%s' finished after %.0f ms",
+                                state.call.id, state.call.name, elapsed_ms)
+                cond.notify_all()
+
+        state.started = time.perf_counter()
+        if is_async:
+            fut = state.future = self._loop.submit(func, state.kwargs)
+
+            def done(f: concurrent.futures.Future) -> None:
+                if f.cancelled():
+                    finish(None, TimeoutError("cancelled"), state.started)
+                else:
+                    finish(None if f.exception() else f.result(), f.exception(), state.started)
+            fut.add_done_callback(done)
+            return
+
+        def work() -> None:
+            t0 = time.perf_counter()
+            finish(*call_sync(func, state.kwargs, state.call.name), t0)
+
+        self._pool.submit(work)
+
+    def _finish(self, state: _Call) -> ToolResult:
+        value, error, elapsed_ms = state.outcome  # type: ignore[misc]
+        call_id, name = _ids(state.call)
+        limit = state.deadline - state.started
+        if error is None:
+            self._record(name, elapsed_ms, success=True, timed_out=False)
+            return render_result(call_id, name, value, elapsed_ms, state.started, limit,
+                                 self.max_output_chars)
+        self._record(name, elapsed_ms, success=False, timed_out=False)
+        if isinstance(error, AgentError):
+            code, text = error.code, safe_str(error.message)
+        else:
+            code = "tool_failed"
+            text = (f"Tool '{name}' raised {type(error).__name__}: {safe_str(error)}. Check the "
+                    "arguments or try a different approach; do not repeat the same call unchanged.")
+        logger.info("tool '%s' failed: %s", name, text)
+        return self._failed(call_id, name, code, text, elapsed_ms, state.started, limit)
+
+    def _abandon(self, state: _Call, now: float) -> ToolResult:
+        call_id, name = _ids(state.call)
+        limit = state.deadline - state.started
+        if state.own_limit:
+            self._record(name, state.limit_s * 1000, success=False, timed_out=True)
+        side = self.registry.get_options(name).get("side_effects")
+        if state.future is not None:
+            state.future.cancel()  # the task gets CancelledError at its next await
+            how, effects = "cancelled", "It may have done part of its work"
+        else:
+            state.abandoned = True
+            with self._lock:
+                self._abandoned[id(state)] = (name, call_id)
+            register_abandoned(id(state), (name, call_id))
+            how, effects = "abandoned", "It may still complete its side effects"
+        text = (f"Tool '{name}' did not finish within {limit:.1f} s and was {how}. "
+                + (f"{effects}: check before calling it again." if side else
+                   "Try a smaller request, or continue without this result."))
+        logger.info("tool '%s' (%s) timed out after %.2f s", name, call_id, limit)
+        return self._failed(call_id, name, "tool_timeout", text, (now - state.started) * 1000,
+                            state.started, limit)
+
+    def _release(self, state: _Call) -> None:
+        with self._lock:
+            self._abandoned.pop(id(state), None)
+        release_abandoned(id(state))
+
+    def _failed(self, call_id: str, name: str, code: str, text: str, ms: float,
+                started: float = 0.0, timeout_s: float | None = None) -> ToolResult:
+        return failed_result(call_id, name, code, text, ms, started, timeout_s,
+                             self.max_output_chars)
+
+    def _record(self, name: str, ms: float, *, success: bool, timed_out: bool) -> None:
+        if self.timeout_manager is None:
+            return
+        try:
+            self.timeout_manager.record_execution(name, ms, success=success, timed_out=timed_out)
+        except Exception:
+            logger.exception("timeout_manager.record_execution(%r) failed", name)

@@ -1,0 +1,108 @@
+"""What a tool call produced, as the model will read it (chapter 03, ``notebooks/03_tool_executor``).
+
+``ToolResult`` is one call's outcome; ``to_text`` turns a return value into the text of its
+``tool`` message; ``render_result`` does so inside that call's own error boundary: a value that
+cannot become text (``10**5000``, an object whose ``__str__`` raises, a structure nested 100,000
+deep) fails *that* call with ``tool_result_unrenderable`` -- saying that the tool did run -- and
+never the batch around it.
+"""
+from __future__ import annotations
+
+import dataclasses
+import datetime as _dt
+import enum
+import json
+from dataclasses import dataclass, field
+from pathlib import PurePath
+from typing import Any
+
+__all__ = ["ToolResult", "to_text", "safe_str", "render_result", "failed_result"]
+
+
+@dataclass
+class ToolResult:
+    """The outcome of one tool call, ready to go back to the model as a ``tool`` message.
+
+    ``started_at`` is the ``time.perf_counter()`` at which the call started (0.0 if it never
+    ran); the Gantt charts of ``notebooks/03_tool_executor`` are drawn from it. ``timeout_s`` is
+    the limit actually enforced for the call (its own timeout, or less when the batch bound
+    was nearer), None when it never started.
+    """
+
+    tool_call_id: str
+    name: str
+    result: str
+    success: bool
+    duration_ms: float = 0.0
+    error_code: str | None = None
+    started_at: float = field(default=0.0, compare=False, repr=False)
+    timeout_s: float | None = field(default=None, compare=False)
+
+
+def _json_default(obj: Any) -> Any:
+    if hasattr(obj, "model_dump") and callable(obj.model_dump):  # a pydantic model
+        return obj.model_dump(mode="json")
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return dataclasses.asdict(obj)
+    if isinstance(obj, enum.Enum):
+        return obj.value
+    if isinstance(obj, (set, frozenset, tuple)):
+        return list(obj)
+    if isinstance(obj, (_dt.date, _dt.time)):
+        return obj.isoformat()
+    if isinstance(obj, bytes):
+        return obj.decode("utf-8", errors="replace")
+    if isinstance(obj, PurePath):
+        return str(obj)
+    return str(obj)
+
+
+def safe_str(obj: Any) -> str:
+    """``str(obj)``, or a description of it when its ``__str__`` itself raises."""
+    try:
+        return str(obj)
+    except Exception as exc:  # noqa: BLE001 - any failure of user code is described instead
+        return f"<{type(obj).__name__} whose str() raised {type(exc).__name__}>"
+
+
+def to_text(value: Any, max_chars: int | None = None) -> str:
+    """A tool's return value as the text the model reads.
+
+    Strings pass through; anything else becomes JSON (non-ASCII kept, pydantic models and
+    dataclasses as objects, Enums as their values, sets/tuples as arrays, dates in ISO form).
+    Text longer than ``max_chars`` is cut, with a marker saying how much was cut. May raise
+    for a value that has no text at all; ``render_result`` catches that per call.
+    """
+    if not isinstance(value, str):
+        try:
+            value = json.dumps(value, ensure_ascii=False, default=_json_default)
+        except (TypeError, ValueError):  # e.g. a circular structure
+            value = str(value)
+    if max_chars is not None and len(value) > max_chars:
+        cut = len(value) - max_chars
+        value = (value[:max_chars] + f"\n...[truncated: {cut} of {len(value)} characters cut; "
+                 "ask for less, e.g. a narrower query or a page range]")
+    return value
+
+
+def failed_result(call_id: str, name: str, code: str, text: str, ms: float,
+                  started: float = 0.0, timeout_s: float | None = None,
+                  max_chars: int | None = None) -> ToolResult:
+    """A failed ``ToolResult`` whose text starts with ``Error:``."""
+    return ToolResult(call_id, name, to_text(f"Error: {text}", max_chars), False, ms, code,
+                      started, timeout_s)
+
+
+def render_result(call_id: str, name: str, value: Any, ms: float, started: float,
+                  timeout_s: float | None, max_chars: int | None) -> ToolResult:
+    """A successful call's result as text, inside its own error boundary."""
+    try:
+        text = to_text(value, max_chars)
+    except Exception as exc:  # noqa: BLE001 - RecursionError, ValueError, a raising __str__...
+        return failed_result(
+            call_id, name, "tool_result_unrenderable",
+            f"Tool '{name}' ran and finished, but its result (a {type(value).__name__}) cannot "
+            f"be turned into text ({type(exc).__name__}: {safe_str(exc)[:200]}). Its effects "
+            "happened: do not call it again just to see the result; ask for a smaller or "
+            "simpler result instead.", ms, started, timeout_s, max_chars)
+    return ToolResult(call_id, name, text, True, ms, None, started, timeout_s)
