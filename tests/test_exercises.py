@@ -88,9 +88,8 @@ def test_student_copies_are_up_to_date():
 
 
 def test_every_master_has_a_student_copy_and_checks():
-    students = {p.name for p in EXERCISES.glob("[0-9]*.ipynb")}
-    assert students == {p.name for p in MASTERS}
-    for master in MASTERS:
+    for master in MASTERS:  # (a student's extra copies in the folder are fine)
+        assert (EXERCISES / master.name).exists(), master.name
         cells = json.loads(master.read_text())["cells"]
         assert any(CHECK_TAG in c.get("metadata", {}).get("tags", []) for c in cells), master.name
         assert any("### BEGIN SOLUTION" in "".join(c["source"]) for c in cells), master.name

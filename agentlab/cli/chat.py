@@ -180,10 +180,10 @@ def make_llm(args: argparse.Namespace) -> Any:
 def run(args: argparse.Namespace) -> int:
     llm = make_llm(args)
     talk = Conversation(llm)
+    print(f"agentlab chat: {describe_endpoint(llm)}", flush=True)
     if args.question:
         return 0 if talk.ask(args.question) else 1
-    print(f"agentlab chat: {describe_endpoint(llm)}\nTools: web_search, read_url (the offline "
-          f"library of chapter 08). {HELP}", flush=True)
+    print(f"Tools: web_search, read_url (the offline library of chapter 08). {HELP}", flush=True)
     hinted = False
     while True:
         try:

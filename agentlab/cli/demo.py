@@ -60,7 +60,8 @@ def endpoint_failure(result: Any, llm: Any) -> str | None:
 
 
 class Progress:
-    """Writes hook events as readable progress lines, flushing as it goes."""
+    """Writes hook events as readable progress lines, flushing as it goes (the summary at the
+    end lists the run's errors, so they are not repeated here)."""
 
     def __init__(self, out: TextIO | None = None) -> None:
         self.out = out or sys.stdout
@@ -111,9 +112,8 @@ class Progress:
             self._ended += 1
             outcome = "ok" if event.get("ok") else f"FAILED ({event.get('error_code')})"
             self._write(f"   {event['name']} {outcome} {event.get('duration_ms', 0):.1f} ms\n")
-        elif kind == "error":
+        elif kind == "error":  # listed once in the summary (or as the one-line failure)
             self.end_line()
-            self._write(f"   error [{event.get('code')}] {event.get('message')}\n")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -18,8 +18,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-__all__ = ["Case", "CaseResult", "ExerciseCheckError", "run_cases", "CHECK_LOG_ENV",
-           "MAX_REPR"]
+__all__ = ["Case", "CaseResult", "ExerciseCheckError", "run_cases", "describe_failures",
+           "CHECK_LOG_ENV", "MAX_REPR"]
 
 #: Environment variable naming the JSON-lines file that checks report to (see module doc).
 CHECK_LOG_ENV = "AGENTLAB_CHECK_LOG"
