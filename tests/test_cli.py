@@ -115,6 +115,10 @@ def test_chat_streams_the_reply_in_pieces():
     assert sum(1 for w in writes if w and not w.startswith(("  ", "agent>"))) > 5  # deltas
 
 
+# pty.fork() in a threaded process warns on 3.12+; the child only calls exec (as pexpect does)
+pty_warning = pytest.mark.filterwarnings("ignore:This process:DeprecationWarning")
+
+
 class Terminal:
     """A program on a pseudo-terminal, the way a person runs it (Ctrl-C is a keypress)."""
 
@@ -151,6 +155,7 @@ class Terminal:
         return os.waitstatus_to_exitcode(os.waitpid(self.pid, 0)[1])
 
 
+@pty_warning
 def test_chat_holds_a_conversation_in_a_terminal():
     term = Terminal([*CLI, "chat", "--time-scale", "0.2"], offline_env())
     assert "on the built-in simulator" in term.expect("you> ")
@@ -172,6 +177,7 @@ def test_chat_holds_a_conversation_in_a_terminal():
     assert term.wait() == 0
 
 
+@pty_warning
 def test_chat_ctrl_c_stops_a_reply_then_leaves_cleanly():
     term = Terminal([*CLI, "chat", "--time-scale", "3"], offline_env())
     term.expect("you> ")

@@ -138,7 +138,8 @@ def copy_status(target: Path, text: str) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="fail if a student copy is stale")
-    parser.add_argument("--strict", action="store_true", default=bool(os.environ.get("CI")),
+    in_ci = os.environ.get("CI", "").lower() not in ("", "0", "false")
+    parser.add_argument("--strict", action="store_true", default=in_ci,
                         help="with --check, also fail on copies holding changes (default in CI)")
     parser.add_argument("--force", action="store_true",
                         help="replace student copies even if they hold changes (they are lost)")
@@ -165,8 +166,9 @@ def main(argv: list[str] | None = None) -> int:
     if kept:
         print("not compared (they hold your changes): " + ", ".join(kept))
     if bad and args.check:
-        print("stale student copies (run python -m agentlab.exercises.generate): "
-              + ", ".join(bad), file=sys.stderr)
+        fix = "python -m agentlab.exercises.generate" + (
+            " --force, as they hold edits" if any(b.endswith("(changed)") for b in bad) else "")
+        print(f"stale student copies (run {fix}): " + ", ".join(bad), file=sys.stderr)
         return 1
     if bad:
         print("left alone, they hold changes (work in a copy: agentlab exercise start NN; "
