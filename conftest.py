@@ -8,7 +8,8 @@ student's renamed copy (``my_01_backoff.ipynb``, ``01_backoff-Copy1.ipynb``), th
 folder, ``.ipynb_checkpoints`` — is never collected, so a student's work cannot fail ``pytest``.
 A notebook named on the command line is always run (``pytest --nbval-lax work/01_backoff.ipynb``).
 
-A real key in the environment would send notebooks (run by nbval in kernels that inherit this
+Kernels inherit this process's environment, so it also switches off Python 3.13's coloured
+tracebacks (the stored outputs are plain text). A real key in the environment would send notebooks (run by nbval in kernels that inherit this
 process's environment) to a real endpoint. Tests must be reproducible and free, so the key is
 removed unless AGENTLAB_LIVE_TESTS=1 asks for live cells.
 """
@@ -19,6 +20,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent
 _NOTEBOOK = re.compile(r"\d\d_[a-z0-9_]+\.ipynb")
 _NOTEBOOK_DIRS = (ROOT / "notebooks", ROOT / "notebooks" / "exercises" / "solutions")
+
+# Python 3.13+ colours tracebacks and exception lines; stored notebook outputs are plain text.
+os.environ["PYTHON_COLORS"] = "0"
 
 if os.environ.get("AGENTLAB_LIVE_TESTS") != "1":
     for var in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "AGENTLAB_MODEL"):
