@@ -2,8 +2,8 @@
 
 Taught in ``notebooks/08_research_agent.ipynb``. The article's tools return canned strings
 ("Result 1 for ...", "Key points: 1) Fundamental concepts ..."), so the agent's report could
-only repeat them. Here the same four tools work over ``data/corpus/``: fifteen short pages
-about asyncio written for this project, each with a stable fake URL.
+only repeat them. Here the same four tools work over the offline web of ``agentlab.corpus``:
+fifteen short pages about asyncio written for this project, each with a stable fake URL.
 
 - ``web_search(query, max_results=5)`` ranks the pages by a keyword score (title and tags
   weigh more than the body; rare words weigh more than common ones) and returns JSON.
@@ -14,34 +14,38 @@ about asyncio written for this project, each with a stable fake URL.
   notebook never blocks on ``input()``.
 
 ``research_tools(output_dir, answers)`` builds a fresh ``ToolRegistry`` with the four tools;
-``run_demo()`` runs the whole agent and prints the article's "execution trace".
+``run_demo()`` runs the whole agent (``agentlab demo``) and prints the article's "execution
+trace"; ``demo_llm()`` picks its model in one place: ``LLMClient.from_env`` with the
+simulator's ``Researcher`` policy when no endpoint is configured.
 """
 from __future__ import annotations
 
+import inspect
 import json
-import math
 import os
-import re
+import random
+import threading
 from collections import Counter
-from dataclasses import dataclass, field
-from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
+from .corpus import CORPUS_DIR, Corpus, Page, build_index, corpus
 from .errors import ToolError
-from .models import DEFAULT_MODEL
+from .runtime import AgentRuntime, RuntimeConfig
+from .sim.core import SimulatedAPI
+from .sim.faults import Latency
+from .sim.researcher import Researcher
+from .tools import ToolRegistry
 
-if TYPE_CHECKING:  # imported lazily at call time: importing this module does no work
+if TYPE_CHECKING:
     from .llm import LLMClient
     from .runtime import AgentResult
-    from .tools import ToolRegistry
 
 __all__ = [
     "SYSTEM_PROMPT", "DEMO_TASK", "CORPUS_DIR", "Page", "Corpus", "corpus", "build_index",
-    "web_search", "read_url", "research_tools", "with_tool_faults", "run_demo", "format_trace",
+    "web_search", "read_url", "research_tools", "with_tool_faults", "demo_llm", "run_demo",
+    "format_trace", "format_call", "summary_lines",
 ]
-
-CORPUS_DIR = Path(__file__).resolve().parent / "data" / "corpus"
 
 #: The article's research-assistant prompt, with its workflow made explicit.
 SYSTEM_PROMPT = """You are a research assistant. Workflow:
@@ -52,132 +56,6 @@ SYSTEM_PROMPT = """You are a research assistant. Workflow:
 
 #: The article's task (in English; the Chinese original works too).
 DEMO_TASK = "Research Python asyncio best practices and write them up as a technical report saved to a file."
-
-_WORD = re.compile(r"[a-z0-9_]+")
-_STOP = frozenset("""a an and are as at be by can do for from how in into is it its of on or
-that the this to what when which with you your""".split())
-
-
-def _terms(text: str) -> list[str]:
-    """Lower-case words without stop words, with a light plural strip (pitfalls -> pitfall)."""
-    out = []
-    for w in _WORD.findall(text.lower()):
-        if w in _STOP:
-            continue
-        if len(w) > 4 and w.endswith("s") and not w.endswith("ss"):
-            w = w[:-1]
-        out.append(w)
-    return out
-
-
-@dataclass
-class Page:
-    """One corpus page: its URL, title, tags and markdown body."""
-
-    url: str
-    title: str
-    tags: list[str]
-    body: str
-    file: str = ""
-    _tf: Counter = field(default_factory=Counter, repr=False)
-    _title_terms: set = field(default_factory=set, repr=False)
-    _tag_terms: set = field(default_factory=set, repr=False)
-
-    def text(self) -> str:
-        """The page as ``read_url`` returns it: title, URL, then the body."""
-        return f"# {self.title}\nURL: {self.url}\n\n{self.body.strip()}\n"
-
-
-def _parse_page(path: Path) -> Page:
-    lines = path.read_text(encoding="utf-8").splitlines()
-    if len(lines) < 3 or not lines[0].startswith("# ") or not lines[1].startswith("URL:"):
-        raise ValueError(f"{path.name}: expected '# Title', 'URL: ...', 'Tags: ...' on lines 1-3")
-    tags = [t.strip() for t in lines[2].split(":", 1)[1].split(",") if t.strip()]
-    page = Page(url=lines[1].split(":", 1)[1].strip(), title=lines[0][2:].strip(), tags=tags,
-                body="\n".join(lines[3:]).strip(), file=path.name)
-    page._tf = Counter(_terms(page.body))
-    page._title_terms = set(_terms(page.title))
-    page._tag_terms = set(_terms(" ".join(tags)))
-    return page
-
-
-def build_index(corpus_dir: str | Path = CORPUS_DIR) -> dict:
-    """(Re)write ``index.json`` from the pages' first three lines; returns the index."""
-    corpus_dir = Path(corpus_dir)
-    pages = [_parse_page(p) for p in sorted(corpus_dir.glob("*.md")) if p.name != "README.md"]
-    index = {"format_version": 1, "pages": [
-        {"file": p.file, "url": p.url, "title": p.title, "tags": p.tags,
-         "words": len(p.body.split())} for p in pages]}
-    (corpus_dir / "index.json").write_text(json.dumps(index, indent=1, ensure_ascii=False) + "\n",
-                                           encoding="utf-8")
-    return index
-
-
-def _norm_url(url: str) -> str:
-    return url.strip().strip("<>\"'").split("#", 1)[0].rstrip("/")
-
-
-class Corpus:
-    """The offline web: pages loaded on first use, searched by a keyword score."""
-
-    def __init__(self, corpus_dir: str | Path = CORPUS_DIR) -> None:
-        self.dir = Path(corpus_dir)
-        self._pages: dict[str, Page] | None = None
-
-    @property
-    def pages(self) -> dict[str, Page]:
-        """URL -> Page, read from ``index.json`` (or the pages themselves) on first access."""
-        if self._pages is None:
-            index_file = self.dir / "index.json"
-            if index_file.exists():
-                files = [e["file"] for e in json.loads(index_file.read_text("utf-8"))["pages"]]
-            else:
-                files = [p.name for p in sorted(self.dir.glob("*.md")) if p.name != "README.md"]
-            pages = [_parse_page(self.dir / f) for f in files]
-            self._pages = {_norm_url(p.url): p for p in pages}
-        return self._pages
-
-    def search(self, query: str, max_results: int = 5) -> list[dict[str, Any]]:
-        """Pages ranked by score: sum over query words of idf x (3*title + 2*tags + log(1+tf))."""
-        pages = list(self.pages.values())
-        idf = {}
-        for term in set(_terms(query)):
-            df = sum(1 for p in pages
-                     if term in p._tf or term in p._title_terms or term in p._tag_terms)
-            if df:
-                idf[term] = math.log(1 + len(pages) / df)  # rare words weigh more
-        scored = []
-        for page in pages:
-            score = 0.0
-            for term, weight in idf.items():
-                hits = (3.0 * (term in page._title_terms) + 2.0 * (term in page._tag_terms)
-                        + math.log1p(page._tf.get(term, 0)))
-                score += weight * hits
-            if score > 0:
-                scored.append((score, page))
-        scored.sort(key=lambda sp: (-sp[0], sp[1].url))  # ties broken by URL: deterministic
-        return [{"title": p.title, "url": p.url, "snippet": _snippet(p, query),
-                 "score": round(s, 2)} for s, p in scored[:max(0, max_results)]]
-
-    def read(self, url: str) -> Page | None:
-        """The page at ``url`` (trailing slash and #fragment ignored), or None."""
-        return self.pages.get(_norm_url(url))
-
-
-def _snippet(page: Page, query: str, width: int = 160) -> str:
-    """The first body sentence that mentions a query word (else the first sentence)."""
-    terms = set(_terms(query))
-    text = re.sub(r"```.*?```", " ", page.body, flags=re.S)
-    sentences = [s.strip() for s in re.split(r"(?<=[.!?])\s+", " ".join(text.split())) if s.strip()]
-    # the sentence sharing most words with the query; the earliest one wins ties
-    best = max(sentences, key=lambda s: len(terms & set(_terms(s))), default="")
-    return best if len(best) <= width else best[: width - 3].rstrip() + "..."
-
-
-@lru_cache(maxsize=1)
-def corpus() -> Corpus:
-    """The shared default corpus (``data/corpus/``), loaded on first use."""
-    return Corpus()
 
 
 def web_search(query: str, max_results: int = 5) -> str:
@@ -220,7 +98,7 @@ def _safe_path(output_dir: Path, filename: str) -> Path:
 
 def research_tools(output_dir: str | Path = "output",
                    answers: list[str] | dict[str, str] | Callable[[str], str] | None = None
-                   ) -> "ToolRegistry":
+                   ) -> ToolRegistry:
     """A fresh ``ToolRegistry`` with the article's four research tools.
 
     Args:
@@ -229,8 +107,6 @@ def research_tools(output_dir: str | Path = "output",
             key ``"*"`` as fallback) or a function ``question -> answer``. ``None`` asks
             ``input()``, as the article does.
     """
-    from .tools import ToolRegistry
-
     out = Path(output_dir)
     registry = ToolRegistry()
     pending = list(answers) if isinstance(answers, (list, tuple)) else None
@@ -274,18 +150,14 @@ def research_tools(output_dir: str | Path = "output",
     return registry
 
 
-def with_tool_faults(registry: "ToolRegistry", rate: float, *, seed: int = 0,
-                     hang_s: float = 0.5, timeout: float | None = 0.05) -> "ToolRegistry":
+def with_tool_faults(registry: ToolRegistry, rate: float, *, seed: int = 0,
+                     hang_s: float = 0.5, timeout: float | None = 0.05) -> ToolRegistry:
     """Wrap every tool of ``registry`` (in place) so a call fails with probability ``rate``:
     half of the failures raise, half hang for ``hang_s`` (past the tool ``timeout``).
 
     The draw depends on (seed, tool, arguments, attempt number) only, never on thread timing,
     so runs with parallel calls are reproducible. Used by the soak and the run panel.
     """
-    import inspect
-    import random
-    import threading
-
     seen: Counter = Counter()
     lock = threading.Lock()
     for name in registry.list_tools():
@@ -312,21 +184,19 @@ def with_tool_faults(registry: "ToolRegistry", rate: float, *, seed: int = 0,
 
 # -- the demo (used by `agentlab demo` and notebooks 00/08) ---------------------------------
 
-def _demo_llm() -> "LLMClient":
-    """A real endpoint when OPENAI_API_KEY is set, else the simulator's Researcher policy."""
-    from .llm import LLMClient
+def demo_llm(time_scale: float = 0.05, **llm_kwargs: Any) -> "LLMClient":
+    """The demo's model: ``LLMClient.from_env`` (a real endpoint when the environment names
+    one), else the simulator playing the article's ``Researcher`` trace, its latencies scaled
+    by ``time_scale`` (1.0 = the article's pace, about 15 s for the whole run)."""
+    from .llm import LLMClient  # lazy: heavy (openai)
 
-    if os.environ.get("OPENAI_API_KEY"):
-        return LLMClient.from_env()
-    from .sim import Latency, Simulator
-    from .sim.researcher import Researcher
-
-    sim = Simulator(Researcher(), latency=Latency(first_token_ms=40, tokens_per_second=400,
-                                                  time_scale=0.05), seed=0)
-    return sim.llm(model=os.environ.get("AGENTLAB_MODEL") or DEFAULT_MODEL)
+    sim = SimulatedAPI(Researcher(), latency=Latency(first_token_ms=40, tokens_per_second=400,
+                                                  time_scale=time_scale), seed=0)
+    return LLMClient.from_env(simulator=sim, **llm_kwargs)
 
 
-def _call_text(name: str, args: dict) -> str:
+def format_call(name: str, args: dict) -> str:
+    """A tool call as the trace shows it: ``web_search("asyncio")``, ``write_file("r.md", ...)``."""
     if name == "write_file":
         return f'write_file("{args.get("filename", "")}", ...)'
     first = next(iter(args.values()), "") if args else ""
@@ -342,7 +212,7 @@ def format_trace(result: "AgentResult") -> list[str]:
     for turn in range(1, result.turns + 1):
         calls = by_turn.get(turn)
         if calls:
-            text = " + ".join(_call_text(c["name"], c.get("arguments") or {}) for c in calls)
+            text = " + ".join(format_call(c["name"], c.get("arguments") or {}) for c in calls)
             lines.append(f"Turn {turn}: calling LLM... -> {text}"
                          + (" [parallel]" if len(calls) > 1 else ""))
         elif turn == result.turns and result.stopped_reason == "completed":
@@ -352,35 +222,49 @@ def format_trace(result: "AgentResult") -> list[str]:
     return lines
 
 
-def run_demo(print_fn: Callable[[str], Any] = print, *, llm: "LLMClient | None" = None,
-             output_dir: str | Path = "output", task: str = DEMO_TASK,
-             config: Any = None) -> "AgentResult":
-    """Run the research agent and print the article's trace, a summary line, and the report path.
-
-    Offline (no ``OPENAI_API_KEY``) the model is the simulator's ``Researcher`` policy; with a
-    key, ``LLMClient.from_env()`` talks to the real endpoint. Returns the ``AgentResult``.
-    """
-    from .runtime import AgentRuntime, RuntimeConfig
-
-    agent = AgentRuntime(llm or _demo_llm(), research_tools(output_dir), system_prompt=SYSTEM_PROMPT,
-                         config=config or RuntimeConfig(max_turns=15, max_total_time=120.0))
-    result = agent.run(task)
-    for line in format_trace(result):
-        print_fn(line)
-    print_fn("=" * 50)
-    print_fn(f"Turns: {result.turns} | Tokens: {result.total_tokens} | "
-             f"{result.duration_ms / 1000:.2f} s | {result.stopped_reason} ({result.state.value})")
-    for tc in result.tool_calls_made:
-        print_fn(f"  Turn {tc['turn']}: {tc['name']}() {'OK' if tc['success'] else 'FAIL'} "
-                 f"{tc['duration_ms']:.1f} ms")
-    for err in result.errors:
-        print_fn(f"  error [{err['code']}] {err['message']}")
+def summary_lines(result: "AgentResult", output_dir: str | Path, *, per_call: bool = True
+                  ) -> list[str]:
+    """The lines after the trace: totals, each tool call's timing (``per_call``), the errors,
+    and where the report went."""
+    lines = ["=" * 50, f"Turns: {result.turns} | Tokens: {result.total_tokens} | "
+             f"{result.duration_ms / 1000:.2f} s | {result.stopped_reason} ({result.state.value})"]
+    if per_call:
+        lines += [f"  Turn {tc['turn']}: {tc['name']}() {'OK' if tc['success'] else 'FAIL'} "
+                  f"{tc['duration_ms']:.1f} ms" for tc in result.tool_calls_made]
+    lines += [f"  error [{err['code']}] {err['message']}" for err in result.errors]
     written = [tc for tc in result.tool_calls_made if tc["name"] == "write_file" and tc["success"]]
     if written:
         path = (Path(output_dir) / written[-1]["arguments"].get("filename", "")).as_posix()
-        print_fn(f"Report written to {path}")
+        lines.append(f"Report written to {path}")
     else:
-        print_fn("No report was written.")
-    print_fn("")
-    print_fn(result.content)
+        lines.append("No report was written.")
+    return lines
+
+
+def run_demo(print_fn: Callable[[str], Any] = print, *, llm: "LLMClient | None" = None,
+             output_dir: str | Path = "output", task: str = DEMO_TASK, config: Any = None,
+             on_event: Callable[[dict], Any] | None = None) -> "AgentResult":
+    """Run the research agent and print the article's trace, a summary, and the report path.
+
+    The model is ``llm``, else ``demo_llm()``. With ``on_event`` the run streams
+    (``AgentRuntime.run_stream``) and every hook event (turns, model calls, tool calls, text
+    deltas) goes to ``on_event`` as it happens, which then shows the progress: only the
+    summary is printed at the end. Returns the ``AgentResult``.
+    """
+    agent = AgentRuntime(llm or demo_llm(), research_tools(output_dir), system_prompt=SYSTEM_PROMPT,
+                         config=config or RuntimeConfig(max_turns=15, max_total_time=120.0))
+    if on_event is None:
+        result = agent.run(task)
+        for line in format_trace(result):
+            print_fn(line)
+    else:
+        agent.on("*", on_event)
+        result = None
+        for event in agent.run_stream(task):
+            result = event.get("result", result)
+    for line in summary_lines(result, output_dir, per_call=on_event is None):
+        print_fn(line)
+    if on_event is None:  # streamed, the answer was shown as it came
+        print_fn("")
+        print_fn(result.content)
     return result

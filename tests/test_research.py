@@ -110,3 +110,18 @@ def test_run_demo_prints_the_trace_and_report_path(tmp_path, monkeypatch):
     assert lines[1].endswith("[parallel]") and lines[5].endswith("[no tool_calls] -> Done")
     assert any(line.startswith("Turns: 6 | Tokens: ") and "| completed" in line for line in lines)
     assert f"Report written to {(tmp_path / 'out' / 'asyncio-report.md').as_posix()}" in lines
+
+
+def test_demo_llm_is_the_researcher_offline_and_honours_the_environment(monkeypatch):
+    for var in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "AGENTLAB_MODEL"):
+        monkeypatch.delenv(var, raising=False)
+    offline = research.demo_llm()
+    assert str(offline.client.base_url).startswith("http://sim.local/")
+    assert offline.model == "gpt-4o"
+    monkeypatch.setenv("AGENTLAB_MODEL", "gpt-4o-mini")
+    assert research.demo_llm().model == "gpt-4o-mini"
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
+    real = research.demo_llm(max_retries=0)
+    assert str(real.client.base_url).rstrip("/") == "http://127.0.0.1:9/v1"
+    assert real.model == "gpt-4o-mini"

@@ -1,6 +1,4 @@
 """``python -m agentlab.cli``: the same as the ``agentlab`` command."""
-import sys
+from . import entry
 
-from . import main
-
-sys.exit(main())
+entry()

@@ -1,9 +1,9 @@
 """Check helpers for the classroom exercises (``notebooks/exercises/``).
 
 Each exercise notebook ends with check cells such as ``ex.check_backoff(my_backoff)``. A check
-runs several cases against the student's function and either prints one line,
-``[ok] backoff schedule: 5/5 cases passed``, or raises ``ExerciseCheckError`` naming the first
-failing case, what was expected, what came back, and a hint.
+runs all its cases against the student's function and either prints one line,
+``[ok] backoff schedule: 9/9 cases passed``, or raises ``ExerciseCheckError`` naming every
+failing case, what was expected, what came back, and a hint (no traceback in the notebook).
 
 The case runner is in ``cases.py``; chapter checks live in ``agentlab/exercises/chNN.py``;
 both are re-exported here. The pattern:
@@ -14,9 +14,11 @@ both are re-exported here. The pattern:
             ...
         ])
 
-A student checks a copy with ``pytest --nbval-lax notebooks/exercises/NN_topic.ipynb``.
+Students work in a copy: ``agentlab exercise start 01`` then ``agentlab exercise check 01``
+(``runner.py`` runs the notebook in a fresh kernel; ``grading.py`` grades a class's folder;
+``generate.py`` makes the student copies from the solved masters).
 """
-from .cases import Case, ExerciseCheckError, run_cases  # noqa: F401
+from .cases import Case, CaseResult, ExerciseCheckError, run_cases  # noqa: F401
 
 # Chapter checks, one module per exercise.
 from .ch01 import *  # noqa: F401,F403

@@ -1,0 +1,145 @@
+"""``agentlab exercise``: start/reset never lose work, check explains briefly, grade survives
+notebooks that crash or hang."""
+from __future__ import annotations
+
+import copy
+import csv
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from agentlab import cli
+from agentlab.exercises import generate
+
+ROOT = Path(__file__).resolve().parents[1]
+MASTER = ROOT / "notebooks" / "exercises" / "solutions" / "01_backoff.ipynb"
+RETRY_AFTER = "    if retry_after is not None:\n        delay = max(delay, retry_after)\n"
+
+
+def _solved() -> dict:
+    nb = json.loads(MASTER.read_text())
+    for cell in nb["cells"]:
+        if cell["cell_type"] == "code":
+            cell["outputs"], cell["execution_count"] = [], None
+    return nb
+
+
+def _wrong() -> dict:
+    """Solved, except that the backoff ignores Retry-After."""
+    nb = _solved()
+    cell = next(c for c in nb["cells"] if RETRY_AFTER in "".join(c["source"]))
+    cell["source"] = "".join(cell["source"]).replace(RETRY_AFTER, "")
+    return nb
+
+
+def _with_cell_before_check(nb: dict, source: str, check: str) -> dict:
+    nb = copy.deepcopy(nb)
+    i = next(i for i, c in enumerate(nb["cells"]) if check in "".join(c["source"]))
+    nb["cells"].insert(i, {"cell_type": "code", "metadata": {}, "source": source,
+                           "outputs": [], "execution_count": None})
+    return nb
+
+
+def _run(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k != "NO_COLOR"}
+    return subprocess.run([sys.executable, "-m", "agentlab.cli", "exercise", *args], cwd=cwd,
+                          capture_output=True, text=True, timeout=300, env=env)
+
+
+def test_check_on_a_wrong_answer_is_short_and_plain(tmp_path):
+    path = tmp_path / "01_backoff.ipynb"
+    path.write_text(json.dumps(_wrong()))
+    out = _run("check", "01", str(path))
+    assert out.returncode == 1
+    lines = out.stdout.splitlines()
+    assert len(lines) <= 15, out.stdout
+    text = out.stdout
+    assert "PASS  should_retry: 11/11 cases passed" in text
+    assert "FAIL  backoff schedule: 6/9 cases passed" in text
+    assert "case 5/9 (Retry-After 0.5 s is a floor) failed" in text
+    assert "expected: {'min': 30.0, 'mean': 30.0, 'max': 30.0}" in text  # case 7
+    assert "got:      {'min': 0.0" in text
+    assert "Hint: never retry sooner than the server asked" in text
+    assert "\033[" not in text and "Traceback" not in text + out.stderr
+    assert "run_cases" not in text and "lambda" not in text  # no checker source
+
+
+def test_check_a_solved_copy_passes(tmp_path):
+    path = tmp_path / "mine.ipynb"  # renamed: the exercise comes from the copy's metadata
+    meta = generate.student_copy(json.loads(MASTER.read_text()), "01_backoff")["metadata"]
+    path.write_text(json.dumps(dict(_solved(), metadata=meta)))
+    out = _run("check", str(path))
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert out.stdout.splitlines()[-1] == "All 20 cases passed."
+
+
+def test_start_and_reset_never_lose_work(tmp_path, capsys):
+    work = tmp_path / "w"
+    assert cli.main(["exercise", "start", "01", "--dir", str(work)]) == 0
+    mine = work / "01_backoff.ipynb"
+    nb = json.loads(mine.read_text())
+    assert generate.is_pristine(nb) and nb["metadata"]["agentlab"]["exercise"] == "01_backoff"
+    assert "](../" not in mine.read_text() or "notebooks/01_llm_client.ipynb" in mine.read_text()
+    assert cli.main(["exercise", "reset", "01", "--dir", str(work)]) == 0  # untouched: fine
+    nb["cells"][3]["source"] = "def should_retry(status):\n    return True\n"
+    mine.write_text(json.dumps(nb))
+    before = mine.read_text()
+    assert cli.main(["exercise", "start", "01", "--dir", str(work)]) == 1
+    assert cli.main(["exercise", "reset", "01", "--dir", str(work)]) == 1
+    assert mine.read_text() == before and "--force" in capsys.readouterr().err
+    assert cli.main(["exercise", "reset", "01", "--dir", str(work), "--force"]) == 0
+    assert (work / "01_backoff.ipynb.bak").read_text() == before
+    assert generate.is_pristine(json.loads(mine.read_text()))
+
+
+def test_list_shows_every_exercise_and_your_copies(tmp_path, capsys):
+    work = tmp_path / "w"
+    assert cli.main(["exercise", "start", "09", "--dir", str(work)]) == 0
+    capsys.readouterr()
+    assert cli.main(["exercise", "list", "--dir", str(work)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("01  backoff") and lines[0].endswith("not started")
+    assert "20 cases" in lines[0]
+    assert lines[8].startswith("09  percentile") and "(untouched)" in lines[8]
+
+
+def test_an_unknown_exercise_says_which_exist(capsys):
+    assert cli.main(["exercise", "start", "99"]) == 2
+    assert "01_backoff, 02_schema_types" in capsys.readouterr().err
+
+
+def test_grade_a_class_solved_stub_wrong_crashing_hanging(tmp_path):
+    master = json.loads(MASTER.read_text())
+    submissions = {
+        "alice/01_backoff.ipynb": _solved(),
+        "bob/01_backoff.ipynb": generate.student_copy(master, "01_backoff"),
+        "carol_01_backoff.ipynb": _wrong(),
+        "dave/01_backoff.ipynb": _with_cell_before_check(_solved(), "import os\nos._exit(3)",
+                                                         "ex.check_should_retry"),
+        "erin/my copy.ipynb": _with_cell_before_check(  # renamed: found by its metadata
+            dict(_solved(), metadata=generate.student_copy(master, "01_backoff")["metadata"]),
+            "import time\ntime.sleep(600)", "ex.check_backoff"),
+    }
+    for name, nb in submissions.items():
+        (tmp_path / "class" / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / "class" / name).write_text(json.dumps(nb))
+    out = _run("grade", str(tmp_path / "class"), "--timeout", "8", "--out", str(tmp_path))
+    assert out.returncode == 0, out.stdout + out.stderr
+    table = (tmp_path / "grades.md").read_text()
+    assert table.splitlines() == [
+        "| student | 01_backoff | total |",
+        "| --- | ---: | ---: |",
+        "| alice | 20/20 | 20/20 |",
+        "| bob | 0/20 | 0/20 |",
+        "| carol | 17/20 | 17/20 |",
+        "| dave | 0/20 (crashed) | 0/20 |",
+        "| erin | 0/20 (timeout) | 0/20 |"]
+    rows = {r["student"]: r for r in csv.DictReader((tmp_path / "grades.csv").open())}
+    assert rows["erin"]["status"] == "timeout" and "time.sleep" not in rows["erin"]["detail"]
+    assert "11 case(s) had passed before it stopped" in rows["erin"]["detail"]
+    assert "kernel died" in rows["dave"]["detail"] and rows["carol"]["passed"] == "17"
+    assert table in out.stdout
