@@ -151,6 +151,7 @@ def _protocol_class(header_timeout_s: float, access_log: Callable[[str], None] |
     class Protocol(H11Protocol):
         _deadline: Any = None
         _cycle_at_arm: Any = None
+        _partial = False
 
         def connection_made(self, transport: Any) -> None:
             super().connection_made(transport)
@@ -159,18 +160,31 @@ def _protocol_class(header_timeout_s: float, access_log: Callable[[str], None] |
         def _arm(self) -> None:
             # A request must finish its request line and headers within header_timeout_s of
             # the connection (or of the previous response): a slowloris client is closed.
-            self._cycle_at_arm = self.cycle
+            self._cycle_at_arm, self._partial = self.cycle, False
             self._deadline = self.loop.call_later(header_timeout_s, self._too_slow)
 
         def _too_slow(self) -> None:
-            if self.cycle is self._cycle_at_arm and not self.transport.is_closing():
-                self.transport.close()
+            if self.cycle is not self._cycle_at_arm or self.transport.is_closing():
+                return
+            if self._partial:  # part of a request came, too slowly: say so, then close
+                body = _error_body(408, f"The request headers did not arrive within "
+                                        f"{header_timeout_s:g} s.", "request_timeout")
+                self.transport.write(b"HTTP/1.1 408 Request Timeout\r\ncontent-type: "
+                                     b"application/json\r\nconnection: close\r\n"
+                                     b"content-length: " + str(len(body)).encode()
+                                     + b"\r\n\r\n" + body)
+                if access_log is not None:
+                    peer = self.client or ("-", 0)
+                    access_log(f"{peer[0]}:{peer[1]} - - 408 (headers too slow)")
+            self.transport.close()
 
         def data_received(self, data: bytes) -> None:
             super().data_received(data)
             if self._deadline is not None and self.cycle is not self._cycle_at_arm:
                 self._deadline.cancel()  # the next request's headers are in
                 self._deadline = None
+            elif self._deadline is not None:
+                self._partial = True
 
         def on_response_complete(self) -> None:
             super().on_response_complete()
