@@ -131,7 +131,20 @@ def classify(exc: Exception) -> tuple[str, int | None]:
         if _body_code(exc) == "context_length_exceeded":
             return "context_overflow", s
         return "bad_request", s
+    if _client_error_in_stream(exc):
+        return "bad_request", None
     return "provider_unavailable", None  # an error event inside a 200 stream, a bad body, ...
+
+
+def _client_error_in_stream(exc: Exception) -> bool:
+    """An ``{"error": ...}`` event inside a 200 stream that blames the request (Groq's
+    ``tool_use_failed``, OpenRouter's "Token limit reached"): retrying it would fail the same way."""
+    body = getattr(exc, "body", None)
+    if not isinstance(body, dict):
+        return False
+    status = body.get("status_code", body.get("code"))
+    return body.get("type") == "invalid_request_error" or (
+        isinstance(status, int) and 400 <= status < 500 and status not in RETRYABLE_STATUS)
 
 
 def retry_after_s(exc: Exception) -> float | None:
@@ -172,8 +185,14 @@ def describe(exc: Exception, code: str, status: int | None, host: str) -> tuple[
     url = getattr(request, "url", None)
     if url is not None:
         host = url.host or host
-    label = f"HTTP {status}" if status is not None and code != "empty_response" else (
-        "empty response" if code == "empty_response" else type(exc).__name__)
+    if code == "empty_response":
+        label = "empty response"
+    elif status is not None:
+        label = f"HTTP {status}"
+    elif type(exc) is openai.APIError:
+        label = "error event in the stream"  # a 200 whose SSE carried {"error": ...}
+    else:
+        label = type(exc).__name__
     said = _server_message(exc)
     details: dict[str, Any] = {"status": status, "host": host, "server_message": said,
                                "body": getattr(exc, "body", None)}
