@@ -19,7 +19,7 @@ from pathlib import Path
 from .errors import ConfigError
 
 __all__ = ["DEFAULT_MODEL", "MODELS_PATH", "ModelInfo", "model_info", "register_model",
-           "known_models", "price_table"]
+           "known_models", "price_table", "unregister_model"]
 
 #: The model used when none is given (an OpenAI model name; the simulator answers as it).
 DEFAULT_MODEL = "gpt-4o"
@@ -110,3 +110,8 @@ def register_model(name: str, *, context_window: int, max_output_tokens: int,
                      output_usd_per_1m, max_input_tokens)
     _custom[name] = info
     return info
+
+
+def unregister_model(name: str) -> None:
+    """Forget a model added with ``register_model`` (the bundled table is not changed)."""
+    _custom.pop(name, None)

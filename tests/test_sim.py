@@ -551,14 +551,17 @@ def raw_post(s, body) -> tuple[int, dict]:
 
 
 def test_strict_unknown_model_is_a_404_unless_registered():
-    from agentlab.models import register_model
+    from agentlab.models import register_model, unregister_model
     s = Simulator([text("ok")])
     status, body = raw_post(s, {"model": "gpt-4o-but-not-really", "messages": USER})
     assert (status, body) == (404, {"error": {
         "message": "The model `gpt-4o-but-not-really` does not exist or you do not have access to it.",
         "type": "invalid_request_error", "param": None, "code": "model_not_found"}})
     register_model("my-local-llama", context_window=8192, max_output_tokens=2048)
-    assert raw_post(s, {"model": "my-local-llama", "messages": USER})[0] == 200
+    try:
+        assert raw_post(s, {"model": "my-local-llama", "messages": USER})[0] == 200
+    finally:
+        unregister_model("my-local-llama")
     assert raw_post(Simulator([text("ok")], strict=False),
                     {"model": "anything", "messages": USER})[0] == 200
 
