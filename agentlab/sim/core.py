@@ -46,8 +46,7 @@ class SimReply:
     """What the handler decided; the transport or the HTTP server puts it on the wire.
 
     ``body`` for a complete reply, ``events`` (+ pacing) for SSE, or ``action`` ``"timeout"`` /
-    ``"disconnect"`` when no reply is sent at all. ``cut``: after the events, drop the
-    connection instead of ending the response (a stream cut short).
+    ``"disconnect"`` when no reply is sent at all.
     """
     status: int
     headers: dict = field(default_factory=dict)
@@ -55,7 +54,6 @@ class SimReply:
     events: list | None = None
     action: str | None = None
     pace: Callable[[int], float] | None = None  # seconds to sleep before a chunk of n tokens
-    cut: bool = False
 
     def iter_bytes(self) -> Iterator[bytes]:
         """The SSE lines of a streaming reply, sleeping between chunks as the latency says."""
@@ -177,10 +175,8 @@ class SimulatedAPI:
                 "Server disconnected without sending a complete response (agentlab.sim)",
                 request=request)
         if reply.events is not None:
-            content = reply.iter_bytes()
-            if reply.cut:
-                content = _then_drop(content, request, httpx2.RemoteProtocolError)
-            return httpx2.Response(reply.status, headers=reply.headers, content=content)
+            return httpx2.Response(reply.status, headers=reply.headers,
+                                   content=reply.iter_bytes())
         return httpx2.Response(reply.status, headers=reply.headers, content=reply.body)
 
     # ------------------------------------------------------------ request handling
@@ -293,7 +289,7 @@ class SimulatedAPI:
             pace = lambda n: latency.tokens_s(n, factor)  # noqa: E731
         headers = {**headers, "content-type": "text/event-stream; charset=utf-8",
                    "cache-control": "no-cache"}
-        return SimReply(200, headers, events=events, pace=pace, cut=truncated)
+        return SimReply(200, headers, events=events, pace=pace)
 
     def _sleep(self, entry: dict, seconds: float, read_timeout: float | None) -> None:
         if read_timeout and seconds > read_timeout:
@@ -314,9 +310,3 @@ class SimulatedAPI:
 class _Timeout(Exception):
     """Internal: the reply took longer than the client's read timeout."""
 
-
-def _then_drop(chunks: Iterator[bytes], request: Any, error: type) -> Iterator[bytes]:
-    """The chunks, then a dropped connection (what a client sees when a stream is cut)."""
-    yield from chunks
-    raise error("peer closed connection without sending complete message body "
-                "(agentlab.sim truncated_stream)", request=request)

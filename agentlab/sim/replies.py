@@ -81,8 +81,8 @@ def stream_events(reply: dict, enc, *, include_usage: bool = False,
     """The chunks that stream ``reply``, each with the number of tokens it carries (for pacing).
 
     ``(None, 0)`` stands for the final ``data: [DONE]``. With ``truncated`` the stream stops
-    about half way: no ``finish_reason``, no usage chunk and no ``[DONE]`` (the transport then
-    drops the connection, as a real cut stream does).
+    about half way (inside a call's arguments when there are calls, so the JSON is never
+    whole): no ``finish_reason``, no usage chunk and no ``[DONE]``.
     """
     base = {"id": reply["id"], "object": "chat.completion.chunk", "created": reply["created"],
             "model": reply["model"], "service_tier": reply.get("service_tier", "default"),
@@ -103,17 +103,21 @@ def stream_events(reply: dict, enc, *, include_usage: bool = False,
     for piece, n in token_pieces(refusal or "", enc, per=3):
         events.append((_chunk(base, {"refusal": piece}, with_usage=include_usage), n))
     # 3. each call: header fragment (id, type, name), then argument fragments
+    cut = max(1, (len(events) + 1) // 2) if not calls else None
     for index, tc in enumerate(calls):
         fn = tc["function"]
         head = {"index": index, "id": tc["id"], "type": "function",
                 "function": {"name": fn["name"], "arguments": ""}}
         events.append((_chunk(base, {"tool_calls": [head]}, with_usage=include_usage),
                        len(enc.encode(fn["name"], disallowed_special=()))))
-        for piece, n in token_pieces(fn["arguments"], enc, per=2):
+        pieces = token_pieces(fn["arguments"], enc, per=2)
+        if index == len(calls) // 2:  # a truncated stream stops inside this call's arguments
+            cut = len(events) + len(pieces) // 2
+        for piece, n in pieces:
             frag = {"index": index, "function": {"arguments": piece}}
             events.append((_chunk(base, {"tool_calls": [frag]}, with_usage=include_usage), n))
-    if truncated:  # stop part way: no finish_reason, no usage, no [DONE]
-        return events[: max(1, (len(events) + 1) // 2)]
+    if truncated:  # stop part way (mid-arguments when there are calls): no finish_reason,
+        return events[:cut]  # no usage, no [DONE]
     # 4. the last choice chunk carries finish_reason
     events.append((_chunk(base, {}, choice["finish_reason"], with_usage=include_usage), 0))
     # 5. usage chunk when asked for, then [DONE]

@@ -18,8 +18,8 @@ uvicorn (h11), in a background thread. What that buys, and what is added here:
 * one access-log line per request: client, method, path, status, milliseconds.
 
 A ``"timeout"`` fault stalls the request (until the client gives up, ``stall_s`` passes or the
-server stops) and then drops it; ``"disconnect"`` and ``"truncated_stream"`` drop the
-connection mid-reply, as a real failure does. Nothing starts until ``serve()`` is entered.
+server stops) and then drops it; ``"disconnect"`` drops the connection mid-reply, as a real
+failure does. Nothing starts until ``serve()`` is entered.
 """
 from __future__ import annotations
 
@@ -117,9 +117,6 @@ def build_app(sim: Any, *, access_log: Callable[[str], None] | None = None,
             if delay > 0:
                 await anyio.sleep(delay)
             await send({"type": "http.response.body", "body": sse(event), "more_body": True})
-        if reply.cut:
-            note["status"] = f"{reply.status} (cut)"
-            return  # returning mid-body makes the server close the connection
         await send({"type": "http.response.body", "body": b""})
 
     async def app(scope: dict, receive: Callable, send: Callable) -> None:
