@@ -65,19 +65,12 @@ def model_info(name: str) -> ModelInfo | None:
     return _custom.get(name) or _load().get(name)
 
 
-def _entry(info: ModelInfo) -> dict:
-    entry = {"context_window": info.context_window, "max_output_tokens": info.max_output_tokens}
-    if info.max_input_tokens is not None:
-        entry["max_input_tokens"] = info.max_input_tokens
-    entry.update(input=info.input_usd_per_1m, output=info.output_usd_per_1m)
-    return entry
-
-
-def price_table() -> dict[str, dict]:
-    """``{model: {"input", "output", ...}}`` (USD per 1M tokens) for every priced model, table and
-    registered ones, in the table's own format (what ``agentlab.observe`` prices with)."""
+def price_table() -> dict[str, dict[str, float]]:
+    """``{model: {"input": usd_per_1m, "output": usd_per_1m}}`` for every priced model, table and
+    registered ones (what ``agentlab.observe`` prices with)."""
     models = {**_load(), **_custom}
-    return {name: _entry(info) for name, info in models.items()
+    return {name: {"input": info.input_usd_per_1m, "output": info.output_usd_per_1m}
+            for name, info in models.items()
             if info.input_usd_per_1m is not None and info.output_usd_per_1m is not None}
 
 

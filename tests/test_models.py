@@ -28,9 +28,9 @@ def test_prices_live_in_the_model_table_and_the_observer_reads_them():
     from agentlab.models import MODELS_PATH, price_table
     from agentlab.observe import PRICING_PATH, AgentObserver
     table = json.loads(MODELS_PATH.read_text())["models"]
-    assert PRICING_PATH == MODELS_PATH
-    copy = json.loads((MODELS_PATH.parent / "pricing.json").read_text())["models"]
+    copy = json.loads(PRICING_PATH.read_text())["models"]
     assert copy == {k: {"input": v["input"], "output": v["output"]} for k, v in table.items()}
+    assert AgentObserver("r").pricing == price_table() == copy
     register_model("priced-local-test", context_window=4096, max_output_tokens=512,
                    input_usd_per_1m=1.0, output_usd_per_1m=2.0)
     try:

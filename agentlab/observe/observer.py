@@ -64,9 +64,9 @@ __all__ = [
     "PricingWarning", "load_pricing", "percentile", "PRICING_PATH",
 ]
 
-#: The bundled model table the prices come from (USD per 1M tokens); provenance in
-#: ``data/models.md``. ``agentlab.models`` reads it; ``register_model`` adds priced models.
-PRICING_PATH = MODELS_PATH
+#: The price list (USD per 1M tokens): a copy of the prices in ``data/models.json``, the one
+#: table ``agentlab.models`` reads (provenance in ``data/models.md``; a test keeps them equal).
+PRICING_PATH = MODELS_PATH.parent / "pricing.json"
 #: Short keyword names accepted by ``span(**attributes)`` and the attribute each one becomes.
 ATTRIBUTE_ALIASES = {"model": "gen_ai.request.model", "tool": "gen_ai.tool.name",
                      "turn": "agentlab.turn", "error_code": "error.type",
@@ -82,7 +82,7 @@ class PricingWarning(UserWarning):
 def _read_pricing(path: str) -> dict[str, dict[str, float]]:
     """The priced models of a table file (``{"models": {name: {"input", "output", ...}}}``)."""
     doc = json.loads(Path(path).read_text(encoding="utf-8"))
-    return {name: m for name, m in doc["models"].items()
+    return {name: {"input": m["input"], "output": m["output"]} for name, m in doc["models"].items()
             if m.get("input") is not None and m.get("output") is not None}
 
 
