@@ -111,6 +111,9 @@ def test_access_log_has_one_line_per_request_with_method_path_status_and_ms(serv
         list(c.chat.completions.create(**BODY, stream=True))
         with pytest.raises(openai.NotFoundError):
             c.embeddings.create(model="x", input="y")
+    deadline = time.monotonic() + 5  # a line is written once its reply has been sent
+    while len([line for line in log if " ms" in line]) < 3 and time.monotonic() < deadline:
+        time.sleep(0.01)
     lines = [line for line in log if " ms" in line]
     assert len(lines) == 3
     assert " POST /v1/chat/completions 200 " in lines[0] and lines[0].endswith(" ms")
