@@ -19,7 +19,7 @@ from pathlib import Path
 from .errors import ConfigError
 
 __all__ = ["DEFAULT_MODEL", "MODELS_PATH", "ModelInfo", "model_info", "register_model",
-           "known_models"]
+           "known_models", "price_table", "unregister_model"]
 
 #: The model used when none is given (an OpenAI model name; the simulator answers as it).
 DEFAULT_MODEL = "gpt-4o"
@@ -36,6 +36,12 @@ class ModelInfo:
     max_output_tokens: int
     input_usd_per_1m: float | None = None
     output_usd_per_1m: float | None = None
+    max_input_tokens: int | None = None  # when the window is shared with a reserved output
+
+    @property
+    def input_limit(self) -> int:
+        """The most prompt tokens a request may have (``max_input_tokens`` or the window)."""
+        return min(self.context_window, self.max_input_tokens or self.context_window)
 
 
 _lock = threading.Lock()
@@ -49,7 +55,7 @@ def _load() -> dict[str, ModelInfo]:
         if _table is None:
             raw = json.loads(MODELS_PATH.read_text(encoding="utf-8"))["models"]
             _table = {name: ModelInfo(name, int(m["context_window"]), int(m["max_output_tokens"]),
-                                      m.get("input"), m.get("output"))
+                                      m.get("input"), m.get("output"), m.get("max_input_tokens"))
                       for name, m in raw.items()}
         return _table
 
@@ -59,6 +65,15 @@ def model_info(name: str) -> ModelInfo | None:
     return _custom.get(name) or _load().get(name)
 
 
+def price_table() -> dict[str, dict[str, float]]:
+    """``{model: {"input": usd_per_1m, "output": usd_per_1m}}`` for every priced model, table and
+    registered ones (what ``agentlab.observe`` prices with)."""
+    models = {**_load(), **_custom}
+    return {name: {"input": info.input_usd_per_1m, "output": info.output_usd_per_1m}
+            for name, info in models.items()
+            if info.input_usd_per_1m is not None and info.output_usd_per_1m is not None}
+
+
 def known_models() -> list[str]:
     """Every model name in the table and registered in this process, sorted."""
     return sorted(set(_load()) | set(_custom))
@@ -66,15 +81,30 @@ def known_models() -> list[str]:
 
 def register_model(name: str, *, context_window: int, max_output_tokens: int,
                    input_usd_per_1m: float | None = None,
-                   output_usd_per_1m: float | None = None) -> ModelInfo:
-    """Make a model known in this process (e.g. a local model served by vLLM or Ollama)."""
+                   output_usd_per_1m: float | None = None,
+                   max_input_tokens: int | None = None) -> ModelInfo:
+    """Make a model known in this process (e.g. a local model served by vLLM or Ollama).
+
+    The simulator then accepts it (strict mode answers 404 for unknown models), and the
+    observer prices it when prices are given.
+    """
     if not isinstance(name, str) or not name:
         raise ConfigError("invalid_argument", "a model needs a non-empty name")
     for label, value in (("context_window", context_window),
                          ("max_output_tokens", max_output_tokens)):
         if not isinstance(value, int) or isinstance(value, bool) or value < 1:
             raise ConfigError("invalid_argument", f"{label} must be a positive int, got {value!r}")
+    if max_input_tokens is not None and (not isinstance(max_input_tokens, int)
+                                         or isinstance(max_input_tokens, bool)
+                                         or max_input_tokens < 1):
+        raise ConfigError("invalid_argument",
+                          f"max_input_tokens must be a positive int, got {max_input_tokens!r}")
     info = ModelInfo(name, context_window, max_output_tokens, input_usd_per_1m,
-                     output_usd_per_1m)
+                     output_usd_per_1m, max_input_tokens)
     _custom[name] = info
     return info
+
+
+def unregister_model(name: str) -> None:
+    """Forget a model added with ``register_model`` (the bundled table is not changed)."""
+    _custom.pop(name, None)

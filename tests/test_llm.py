@@ -463,3 +463,132 @@ def test_to_assistant_message_round_trips_through_the_strict_simulator(plan):
     assert llm.chat(history, tools=TOOLS).content == "done"
     sent = s.requests[1]["body"]["messages"][1]["tool_calls"]
     assert [c["function"]["arguments"] for c in sent] == [t.raw_arguments for t in r.tool_calls]
+
+
+# -- what real providers do differently (issue 11) -------------------------------------------------
+# Shapes below are the ones recorded from real endpoints (see tests/fixtures/providers/README.md).
+
+def test_refusal_is_kept_in_chat_and_stream():
+    said = "I'm sorry, I can't assist with that request."
+    refused = completion(content=None)
+    refused["choices"][0]["message"]["refusal"] = said
+    body = sse(delta(role="assistant", content=None, refusal=""),
+               *[delta(refusal=w) for w in ("I'm sorry, ", "I can't assist", " with that request.")],
+               delta(finish="stop"))
+    llm = make(Wire(httpx2.Response(200, json=refused), lambda: stream_response(body)))
+    plain = llm.chat(MSGS)
+    streamed = list(llm.stream(MSGS))
+    assert (plain.content, plain.refusal, plain.finish_reason) == (None, said, "stop")
+    assert [s.content for s in streamed] == [None]  # a refusal is not text to show as deltas
+    assert collect_stream(streamed).refusal == said == streamed[-1].refusal
+    assert LLMClient.to_assistant_message(plain) == {"role": "assistant", "content": "",
+                                                    "refusal": said}
+
+
+def test_empty_refusal_string_is_no_refusal():
+    body = sse(delta(role="assistant", content="4", refusal=""), delta(content="", refusal=""))
+    final = list(make(Wire(lambda: stream_response(body))).stream(MSGS))[-1]
+    assert final.refusal is None and final.finish_reason == "stop"
+
+
+def test_stream_with_done_but_no_finish_reason_is_complete_and_sent_once():
+    calls = sse(delta(role="assistant", tool_calls=[{"index": 0, "id": "call_1", "type": "function",
+                                                     "function": {"name": "web_search", "arguments": ""}}]),
+                delta(tool_calls=[{"index": 0, "function": {"arguments": '{"query": "a"}'}}]),
+                {"choices": [], "usage": {"prompt_tokens": 5, "completion_tokens": 2, "total_tokens": 7}})
+    wire = Wire(lambda: stream_response(calls))
+    final = list(make(wire).stream(MSGS, tools=TOOLS))[-1]
+    assert len(wire.requests) == 1
+    assert (final.finish_reason, final.tool_calls[0].arguments) == ("tool_calls", {"query": "a"})
+    text = sse(delta(role="assistant", content="Hi"), delta(content=" there"))
+    out = list(make(Wire(lambda: stream_response(text))).stream(MSGS))
+    assert collect_stream(out).content == "Hi there" and out[-1].finish_reason == "stop"
+
+
+def test_stream_closed_after_complete_arguments_is_complete_but_cut_arguments_are_not():
+    whole = sse(delta(tool_calls=[{"index": 0, "id": "c", "function": {"name": "f",
+                                                                      "arguments": '{"a": 1}'}}]), done=False)
+    wire = Wire(lambda: stream_response(whole))
+    final = list(make(wire).stream(MSGS))[-1]
+    assert (len(wire.requests), final.finish_reason) == (1, "tool_calls")
+    cut = sse(delta(tool_calls=[{"index": 0, "id": "c", "function": {"name": "f",
+                                                                    "arguments": '{"a": '}}]), done=False)
+    wire = Wire(lambda: stream_response(cut))
+    with pytest.raises(ProviderError) as info:
+        list(make(wire, max_retries=1).stream(MSGS))
+    assert len(wire.requests) == 2 and info.value.code == "provider_unavailable"
+
+
+@pytest.mark.parametrize("body", [{**completion(), "choices": []}, {**completion(), "choices": None}])
+def test_no_choices_is_an_empty_response_error_not_an_empty_answer(body):
+    wire = Wire(httpx2.Response(200, json=body))
+    with pytest.raises(ProviderError) as info:
+        make(wire, max_retries=1).chat(MSGS)
+    assert (info.value.code, info.value.retryable, len(wire.requests)) == ("empty_response", True, 2)
+    stream = sse({"choices": [], "usage": {"prompt_tokens": 1, "completion_tokens": 0, "total_tokens": 1}})
+    with pytest.raises(ProviderError) as info:
+        list(make(Wire(lambda: stream_response(stream)), max_retries=0).stream(MSGS))
+    assert info.value.code == "empty_response"
+
+
+def test_missing_or_repeated_tool_call_ids_are_made_unique():
+    no_id = ok(content=None, finish="tool_calls", tool_calls=[("", "f", "{}"), ("", "f", '{"x": 1}')])
+    llm = make(Wire(no_id))
+    first = llm.chat(MSGS)
+    ids = [t.id for t in first.tool_calls]
+    assert all(i.startswith("call_") and len(i) > 10 for i in ids) and len(set(ids)) == 2
+    history = MSGS + [LLMClient.to_assistant_message(first)] + [
+        {"role": "tool", "tool_call_id": i, "content": "ok"} for i in ids]
+    again = llm.chat(history)  # same empty ids: must not collide with turn 1's
+    assert not {t.id for t in again.tool_calls} & set(ids)
+    repeat = ok(content=None, finish="tool_calls", tool_calls=[("call_0", "f", "{}")])
+    llm = make(Wire(repeat))
+    one = llm.chat(MSGS).tool_calls[0].id
+    assert one == "call_0"  # a provider's own id is kept...
+    history = MSGS + [{"role": "assistant", "content": None, "tool_calls": [
+        {"id": "call_0", "type": "function", "function": {"name": "f", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "call_0", "content": "ok"}]
+    assert llm.chat(history).tool_calls[0].id != "call_0"  # ...unless the history already has it
+
+
+def test_streamed_calls_without_ids_get_unique_ids():
+    body = sse(delta(tool_calls=[{"index": 0, "function": {"name": "f", "arguments": "{}"}}]),
+               delta(tool_calls=[{"index": 1, "id": "", "function": {"name": "g", "arguments": "{}"}}]),
+               delta(finish="tool_calls"))
+    final = list(make(Wire(lambda: stream_response(body))).stream(MSGS))[-1]
+    ids = [t.id for t in final.tool_calls]
+    assert len(set(ids)) == 2 and all(i.startswith("call_") and i not in ("call_0", "call_1") for i in ids)
+
+
+def test_error_message_keeps_status_server_message_and_host():
+    nf = httpx2.Response(404, json={"error": {"message": "The model `gpt-5x` does not exist or you "
+                                                         "do not have access to it.",
+                                              "type": "invalid_request_error", "param": None,
+                                              "code": "model_not_found"}})
+    with pytest.raises(ProviderError) as info:
+        make(Wire(nf), model="gpt-5x").chat(MSGS)
+    e = info.value
+    assert e.message.startswith("HTTP 404 from mock.local: The model `gpt-5x` does not exist")
+    assert (e.code, e.details["host"], e.details["status"]) == ("model_not_found", "mock.local", 404)
+    assert e.details["server_message"].startswith("The model `gpt-5x`")
+    long = httpx2.Response(500, text="<html>" + "x" * 5000 + "</html>")
+    with pytest.raises(ProviderError) as info:
+        make(Wire(long), max_retries=0).chat(MSGS)
+    assert "HTTP 500 from mock.local" in info.value.message and len(info.value.message) < 600
+    with pytest.raises(ProviderError) as info:
+        make(Wire(httpx2.ConnectError("refused")), max_retries=0).chat(MSGS)
+    assert "mock.local" in info.value.message and info.value.details["host"] == "mock.local"
+
+
+def test_base_url_without_key_uses_that_endpoint_with_a_placeholder_key(monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:11434/v1")
+    monkeypatch.delenv("AGENTLAB_MODEL", raising=False)
+    llm = LLMClient.from_env()
+    assert str(llm.client.base_url) == "http://127.0.0.1:11434/v1/" and llm.client.api_key
+    assert llm.endpoint == "gpt-4o at http://127.0.0.1:11434/v1 (OPENAI_BASE_URL, no key: placeholder sent)"
+    monkeypatch.delenv("OPENAI_BASE_URL")
+    assert LLMClient.from_env().endpoint == (
+        "gpt-4o on the built-in simulator (no OPENAI_API_KEY / OPENAI_BASE_URL set)")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-x")
+    assert LLMClient.from_env().endpoint == "gpt-4o at https://api.openai.com/v1 (OPENAI_API_KEY)"

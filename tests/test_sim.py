@@ -351,6 +351,17 @@ def test_truncated_stream_has_no_finish_and_no_done():
     assert s.requests[0]["fault"] == "truncated_stream"
 
 
+@pytest.mark.parametrize("n_calls", [1, 2, 3])
+def test_a_truncated_tool_stream_stops_inside_arguments(n_calls):
+    calls = [call("web_search", {"query": f"q{i} " * 8}) for i in range(n_calls)]
+    s = Simulator([calls], faults=["truncated_stream"])
+    got, _ = collect(create(s.client(), stream=True))
+    cut = [c["arguments"] for c in got["calls"]][-1]
+    assert got["finish"] is None and len(got["calls"]) == n_calls // 2 + 1
+    with pytest.raises(json.JSONDecodeError):
+        json.loads(cut)  # never whole JSON: a client must not take it as complete
+
+
 def test_random_faults_are_seeded():
     def statuses(seed):
         s = Simulator([text("ok")], faults=sim.Faults(rate_limit=0.3, server_error=0.2, seed=seed))
@@ -537,3 +548,98 @@ def test_reset_clears_log_and_rewinds_plan():
     assert s.requests == []
     with pytest.raises(openai.RateLimitError):
         create(c)
+
+
+# ------------------------------------------------------------------ what the real API rejects (issue 11)
+
+def raw_post(s, body) -> tuple[int, dict]:
+    reply = s.handle("POST", "/v1/chat/completions", json.dumps(body).encode())
+    return reply.status, json.loads(reply.body)
+
+
+def test_strict_unknown_model_is_a_404_unless_registered():
+    from agentlab.models import register_model, unregister_model
+    s = Simulator([text("ok")])
+    status, body = raw_post(s, {"model": "gpt-4o-but-not-really", "messages": USER})
+    assert (status, body) == (404, {"error": {
+        "message": "The model `gpt-4o-but-not-really` does not exist or you do not have access to it.",
+        "type": "invalid_request_error", "param": None, "code": "model_not_found"}})
+    register_model("my-local-llama", context_window=8192, max_output_tokens=2048)
+    try:
+        assert raw_post(s, {"model": "my-local-llama", "messages": USER})[0] == 200
+    finally:
+        unregister_model("my-local-llama")
+    assert raw_post(Simulator([text("ok")], strict=False),
+                    {"model": "anything", "messages": USER})[0] == 200
+
+
+@pytest.mark.parametrize("field,value,param,code,message", [
+    ("model", 42, "model", "invalid_type",
+     "Invalid type for 'model': expected a string, but got an integer instead."),
+    ("content", 5, "messages[0].content", "invalid_type",
+     "Invalid type for 'messages[0].content': expected one of a string or array of objects, but got an integer instead."),
+    ("temperature", "hot", "temperature", "invalid_type",
+     "Invalid type for 'temperature': expected a decimal, but got a string instead."),
+    ("temperature", 5, "temperature", "decimal_above_max_value",
+     "Invalid 'temperature': decimal above maximum value. Expected a value <= 2, but got 5 instead."),
+    ("stream", "yes", "stream", "invalid_type",
+     "Invalid type for 'stream': expected a boolean, but got a string instead."),
+    ("max_tokens", -1, "max_tokens", "integer_below_min_value",
+     "Invalid 'max_tokens': integer below minimum value. Expected a value >= 1, but got -1 instead."),
+    ("max_tokens", 20000, "max_tokens", "invalid_value",
+     "max_tokens is too large: 20000. This model supports at most 16384 completion tokens, whereas you provided 20000."),
+])
+def test_strict_rejects_bad_parameters_like_the_real_api(field, value, param, code, message):
+    body = {"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}]}
+    if field == "content":
+        body["messages"][0]["content"] = value
+    else:
+        body[field] = value
+    status, err = raw_post(Simulator([text("ok")]), body)
+    assert (status, err["error"]) == (400, {"message": message, "type": "invalid_request_error",
+                                            "param": param, "code": code})
+
+
+def test_strict_context_length_exceeded_with_the_real_message():
+    from agentlab.tokens import count_messages_tokens
+    big = [{"role": "user", "content": "word " * 130_000}]
+    s = Simulator([text("ok")])
+    status, err = raw_post(s, {"model": "gpt-4o", "messages": big})
+    n = count_messages_tokens(big, "gpt-4o")
+    assert status == 400 and n > 128_000
+    assert err["error"] == {"message": f"This model's maximum context length is 128000 tokens. However, "
+                                       f"your messages resulted in {n} tokens. Please reduce the length "
+                                       "of the messages.", "type": "invalid_request_error",
+                            "param": "messages", "code": "context_length_exceeded"}
+    fits = [{"role": "user", "content": "word " * 120_000}]
+    m = count_messages_tokens(fits, "gpt-4o")
+    status, err = raw_post(s, {"model": "gpt-4o", "messages": fits, "max_tokens": 16000})
+    assert status == 400 and err["error"]["message"] == (
+        f"This model's maximum context length is 128000 tokens. However, you requested {m + 16000} "
+        f"tokens ({m} in the messages, 16000 in the completion). Please reduce the length of the "
+        "messages or completion.")
+    assert raw_post(s, {"model": "gpt-4.1", "messages": big})[0] == 200  # a 1M-token window
+
+
+def test_refuse_and_filtered_items_have_the_real_wire_shape():
+    said = "I'm sorry, I can't help with that."
+    s = Simulator([sim.refuse(said), sim.refuse(said)])
+    r = create(s.client(), USER, tools=TOOLS)
+    msg = r.choices[0].message
+    assert (msg.content, msg.refusal, r.choices[0].finish_reason) == (None, said, "stop")
+    got, chunks = collect(create(s.client(), USER, tools=TOOLS, stream=True))
+    refusal = "".join(c.choices[0].delta.refusal or "" for c in chunks if c.choices)
+    assert refusal == said and got["content"] is None and got["finish"] == "stop"
+    f = Simulator([sim.filtered("Here is how")])
+    r = create(f.client())
+    assert (r.choices[0].finish_reason, r.choices[0].message.content) == ("content_filter", "Here is how")
+
+
+def test_max_tokens_cuts_tool_calls_with_finish_reason_length():
+    s = Simulator([[call("web_search", {"query": "a long query " * 20}), call("read_url", {"url": "x"})]])
+    r = create(s.client(), max_tokens=12)
+    calls = r.choices[0].message.tool_calls
+    assert r.choices[0].finish_reason == "length" and len(calls) == 1
+    with pytest.raises(json.JSONDecodeError):
+        json.loads(calls[0].function.arguments)
+    assert r.usage.completion_tokens == 12

@@ -57,15 +57,16 @@ from typing import Any, Iterator, TextIO
 
 from ..errors import AgentError, ConfigError
 from ..timeouts import percentile
-from ..models import DEFAULT_MODEL
+from ..models import DEFAULT_MODEL, MODELS_PATH, price_table
 
 __all__ = [
     "Span", "MetricPoint", "LLMCallRecord", "ToolCallRecord", "RunReport", "AgentObserver",
     "PricingWarning", "load_pricing", "percentile", "PRICING_PATH",
 ]
 
-#: The bundled price table (USD per 1M tokens); provenance in ``data/pricing.md``.
-PRICING_PATH = Path(__file__).resolve().parent.parent / "data" / "pricing.json"
+#: The price list (USD per 1M tokens): a copy of the prices in ``data/models.json``, the one
+#: table ``agentlab.models`` reads (provenance in ``data/models.md``; a test keeps them equal).
+PRICING_PATH = MODELS_PATH.parent / "pricing.json"
 #: Short keyword names accepted by ``span(**attributes)`` and the attribute each one becomes.
 ATTRIBUTE_ALIASES = {"model": "gen_ai.request.model", "tool": "gen_ai.tool.name",
                      "turn": "agentlab.turn", "error_code": "error.type",
@@ -79,14 +80,17 @@ class PricingWarning(UserWarning):
 # ---------------------------------------------------------------- prices and statistics
 @functools.lru_cache(maxsize=8)
 def _read_pricing(path: str) -> dict[str, dict[str, float]]:
+    """The priced models of a table file (``{"models": {name: {"input", "output", ...}}}``)."""
     doc = json.loads(Path(path).read_text(encoding="utf-8"))
-    return doc["models"]
+    return {name: {"input": m["input"], "output": m["output"]} for name, m in doc["models"].items()
+            if m.get("input") is not None and m.get("output") is not None}
 
 
 def load_pricing(pricing: Any = None) -> dict[str, dict[str, float]]:
-    """``{model: {"input": usd_per_1m, "output": usd_per_1m}}`` from the table, a dict or a file."""
+    """``{model: {"input": usd_per_1m, "output": usd_per_1m}}`` from the model table
+    (``agentlab.models``, registered models included), a dict or a file."""
     if pricing is None:
-        return dict(_read_pricing(str(PRICING_PATH)))
+        return price_table()
     if isinstance(pricing, (str, Path)):
         return dict(_read_pricing(str(pricing)))
     table = pricing.get("models", pricing)

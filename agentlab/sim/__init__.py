@@ -19,21 +19,23 @@ from typing import Any
 
 from .core import MODELS, SimulatedAPI
 from .faults import FAULT_KINDS, FaultPlan, Faults, FaultSpec, Latency
-from .policies import (SCRIPT_ENDED, Call, Function, Policy, Script, Text, ToolUser, call,
-                       normalize_reply, synthesize_arguments, text)
-from .strict import SimulatorHTTPError, check_request
+from .policies import (SCRIPT_ENDED, Call, Filtered, Function, Policy, Refusal, ReplyParts,
+                       Script, Text, ToolUser, call, filtered, normalize_reply, refuse,
+                       reply_parts, synthesize_arguments, text)
+from .strict import SimulatorHTTPError, check_model, check_request, check_window
 
 __all__ = [
     "Simulator", "SimulatedAPI", "MODELS",
-    "Policy", "Script", "Function", "ToolUser", "Researcher",
-    "Text", "Call", "text", "call", "normalize_reply", "synthesize_arguments", "SCRIPT_ENDED",
+    "Policy", "Script", "Function", "ToolUser", "Researcher", "Auto",
+    "Text", "Call", "Refusal", "Filtered", "ReplyParts", "text", "call", "refuse", "filtered",
+    "normalize_reply", "reply_parts", "synthesize_arguments", "SCRIPT_ENDED",
     "Faults", "FaultPlan", "FaultSpec", "FAULT_KINDS", "Latency",
-    "SimulatorHTTPError", "check_request",
+    "SimulatorHTTPError", "check_request", "check_model", "check_window",
 ]
 
 # Imported on first use: ``Simulator`` needs ``agentlab.llm``, which itself imports ``core``
 # (its offline default), so loading it eagerly here would make the two import each other.
-_LAZY = {"Simulator": ".simulator", "Researcher": ".researcher"}
+_LAZY = {"Simulator": ".simulator", "Researcher": ".researcher", "Auto": ".researcher"}
 
 
 def __getattr__(name: str) -> Any:

@@ -11,11 +11,12 @@ serves the in-process transport (``.client()``: the real ``openai`` SDK over an
 module and the simulator never import each other in a circle.
 
 Order of work per request: route -> parse JSON -> draw the fault (HTTP-error faults answer
-here) -> strict validation -> policy -> reply (+ malformed/truncated faults) -> latency.
+here) -> strict validation (shape, types, the model table, the context window) -> policy ->
+reply (+ malformed/truncated faults) -> latency. Whatever goes wrong inside, the caller gets an
+HTTP answer (a 400 for a bad request, a 500 naming the problem), never an exception.
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import random
 import threading
@@ -23,15 +24,20 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
-from .replies import CREATED, completion, sse, stream_events
+from ..models import DEFAULT_MODEL, known_models, model_info
+from ..tokens import encoding_for
+from .build import build_completion, prompt_tokens
 from .faults import FaultPlan, Faults, FaultSpec, Latency, fault_response
-from .policies import Call, Function, Policy, Script, ToolUser, normalize_reply
-from .strict import SimulatorHTTPError, api_error, check_request
-from ..models import DEFAULT_MODEL
+from .policies import Function, Policy, Script, ToolUser, reply_parts
+from .replies import CREATED, sse, stream_events
+from .server import serve as _serve
+from .strict import (SimulatorHTTPError, api_error, check_model, check_request, check_window,
+                     sanitize)
 
 __all__ = ["SimulatedAPI", "SimReply", "MODELS"]
 
-#: Models listed by ``GET /v1/models`` (any model name is accepted by chat completions).
+#: A few of the models ``GET /v1/models`` lists (it lists every model of ``agentlab.models``,
+#: registered ones included; strict mode answers 404 for any other).
 MODELS = ("gpt-4o", "gpt-4o-mini", "gpt-4.1", "gpt-4.1-mini", "o3-mini")
 
 
@@ -70,10 +76,6 @@ def _as_policy(policy: Any) -> Policy:
         return Function(policy)
     raise TypeError(f"policy must be a Policy, a list of scripted turns or a function, "
                     f"not {policy!r}")
-
-
-def _digest(*parts: Any) -> str:
-    return hashlib.sha256("|".join(map(str, parts)).encode()).hexdigest()
 
 
 class SimulatedAPI:
@@ -129,8 +131,8 @@ class SimulatedAPI:
         Defaults: ``api_key="sk-sim"``, ``base_url="http://sim.local/v1"``, ``max_retries=0``;
         any keyword overrides them (``timeout=``, ``max_retries=``...).
         """
-        import httpx2
-        import openai
+        import httpx2  # lazy: heavy
+        import openai  # lazy: heavy
         openai_kwargs.setdefault("api_key", "sk-sim")
         openai_kwargs.setdefault("base_url", "http://sim.local/v1")
         openai_kwargs.setdefault("max_retries", 0)
@@ -139,14 +141,16 @@ class SimulatedAPI:
 
     def transport(self):
         """The ``httpx2.MockTransport`` that routes requests into this simulator."""
-        import httpx2
+        import httpx2  # lazy: heavy
         return httpx2.MockTransport(self._on_transport_request)
 
-    def serve(self, host: str = "127.0.0.1", port: int = 0):
+    def serve(self, host: str = "127.0.0.1", port: int = 0, **options: Any):
         """Context manager: run this simulator as a real HTTP server; yields the base URL
-        ``http://HOST:PORT/v1`` (usable by any OpenAI client, streaming included)."""
-        from .server import serve
-        return serve(self, host, port)
+        ``http://HOST:PORT/v1`` (usable by any OpenAI client, streaming included).
+
+        ``options`` go to ``agentlab.sim.server.serve`` (``access_log``, ``max_body_bytes``,
+        ``header_timeout_s``, ``body_timeout_s``, ``backlog``)."""
+        return _serve(self, host, port, **options)
 
     def reset(self) -> None:
         """Clear ``.requests`` and rewind faults and jitter: behave like a fresh simulator."""
@@ -160,7 +164,7 @@ class SimulatedAPI:
     # ------------------------------------------------------------ transport
 
     def _on_transport_request(self, request):
-        import httpx2
+        import httpx2  # lazy: heavy
         timeout = (request.extensions.get("timeout") or {}).get("read")
         reply = self.handle(request.method, request.url.path, request.content,
                             read_timeout=timeout)
@@ -180,11 +184,21 @@ class SimulatedAPI:
     def handle(self, method: str, path: str, raw: bytes, *,
                read_timeout: float | None = None) -> SimReply:
         """Answer one HTTP request. ``read_timeout`` (seconds), when given, turns a reply
-        slower than it into a timeout, the way a real client's read timeout would."""
+        slower than it into a timeout, the way a real client's read timeout would.
+
+        Never raises: an unexpected failure is a 500 with an OpenAI-shaped body naming it."""
+        try:
+            return self._handle(method, path, raw, read_timeout)
+        except Exception as exc:  # a simulator bug must still be an HTTP answer
+            return self._json(500, api_error(f"agentlab.sim could not answer this request: "
+                                             f"{type(exc).__name__}: {exc}", type="server_error"))
+
+    def _handle(self, method: str, path: str, raw: bytes,
+                read_timeout: float | None) -> SimReply:
         path = path.split("?")[0].rstrip("/")
         if method == "GET" and path in ("/v1/models", "/models"):
             data = [{"id": m, "object": "model", "created": CREATED,
-                     "owned_by": "agentlab-sim"} for m in MODELS]
+                     "owned_by": "agentlab-sim"} for m in known_models()]
             return self._json(200, {"object": "list", "data": data})
         if not (method == "POST" and path in ("/v1/chat/completions", "/chat/completions")):
             return self._json(404, api_error(f"Invalid URL ({method} {path})"))
@@ -192,7 +206,7 @@ class SimulatedAPI:
                        "stream": False, "fault": None, "at": 0.0}
         try:
             body = json.loads(raw or b"null")
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: a 100k-deep JSON document
             body = None
         if isinstance(body, dict):
             entry["body"], entry["stream"] = body, bool(body.get("stream"))
@@ -213,7 +227,8 @@ class SimulatedAPI:
 
     def _answer(self, entry: dict, body: Any, spec: FaultSpec | None, factor: float,
                 read_timeout: float | None) -> SimReply:
-        model = str(body.get("model") or DEFAULT_MODEL) if isinstance(body, dict) else DEFAULT_MODEL
+        name = body.get("model") if isinstance(body, dict) else None
+        model = name if isinstance(name, str) and name else DEFAULT_MODEL
         # 1. faults that replace the reply altogether
         if spec is not None and spec.status is not None:
             status, err, headers = fault_response(spec, model)
@@ -229,23 +244,29 @@ class SimulatedAPI:
             entry["error"] = {"message": f"simulated {spec.kind}: no response was sent",
                               "type": spec.kind, "param": None, "code": None}
             return SimReply(0, action="timeout" if spec.kind == "timeout" else "disconnect")
-        # 2. validation, then the policy
+        # 2. validation (strict: what the real API rejects; lenient: drop what is unusable)
         if self.strict:
             check_request(body)
-        messages = body.get("messages") if isinstance(body.get("messages"), list) else []
-        tools = body.get("tools") or []
-        if body.get("tool_choice") == "none":
-            tools = []  # the model is told not to call tools: it does not see them
+            info = check_model(model)
+            messages, tools = body["messages"], body.get("tools") or []
+        else:
+            info = model_info(model)
+            messages, tools = sanitize(body)
+        prompt, tools_n = prompt_tokens(messages, model, tools, self._token_cache)
+        if self.strict:
+            check_window(info, body, prompt, tools_n)
+        # 3. the policy (a tool_choice of "none" hides the tools from it)
+        offered = [] if body.get("tool_choice") == "none" else tools
         try:
-            content, calls = normalize_reply(self.policy.respond(messages, tools))
+            parts = reply_parts(self.policy.respond(messages, offered))
         except Exception as exc:  # a policy bug: answer 500 and show it in .requests
             raise SimulatorHTTPError(500, api_error(
                 f"agentlab.sim policy {self.policy!r} raised {type(exc).__name__}: {exc}",
                 type="server_error")) from exc
-        reply = self._build(body, model, messages, content, calls,
-                            malformed=spec is not None and spec.kind == "malformed_arguments")
+        reply = build_completion(body, model, messages, parts, seed=self.seed, prompt=prompt,
+                                 malformed=spec is not None and spec.kind == "malformed_arguments")
         entry["status"], entry["response"] = 200, reply
-        # 3. latency: first token, then the tokens
+        # 4. latency: first token, then the tokens
         headers = {"x-request-id": "req_" + reply["id"][9:33]}
         first = self.latency.first_token_s(factor) if self.latency else 0.0
         if entry["stream"]:
@@ -256,8 +277,8 @@ class SimulatedAPI:
         return self._json(200, reply, headers)
 
     def _stream(self, entry, reply, body, spec, factor, first, read_timeout, headers):
-        from agentlab.tokens import encoding_for
-        include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+        options = body.get("stream_options")
+        include_usage = isinstance(options, dict) and bool(options.get("include_usage"))
         truncated = spec is not None and spec.kind == "truncated_stream"
         events = stream_events(reply, encoding_for(reply["model"]),
                                        include_usage=include_usage, truncated=truncated)
@@ -286,64 +307,6 @@ class SimulatedAPI:
         raw = json.dumps(obj, ensure_ascii=False).encode()
         return SimReply(status, {"content-type": "application/json", **(headers or {})}, raw)
 
-    # ------------------------------------------------------------ replies
-
-    def _build(self, body: dict, model: str, messages: list, content: str | None,
-               calls: list[Call], *, malformed: bool) -> dict:
-        """The ChatCompletion for a policy's reply. ``max_tokens``/``max_completion_tokens``
-        cut text replies (``finish_reason`` ``length``); tool calls are never cut (except by
-        the ``malformed_arguments`` fault). ``completion_tokens`` counts the content plus each
-        call's name and arguments."""
-        from agentlab.tokens import count_text_tokens, encoding_for
-        # ids depend only on the request (seed, history length, last message): a retried
-        # request gets the same ids, and two runs with the same seed are identical
-        last = json.dumps(messages[-1], sort_keys=True, default=str) if messages else ""
-        key = _digest(self.seed, len(messages), last)
-        wire_calls = []
-        for i, c in enumerate(calls):
-            args = json.dumps(c.arguments, ensure_ascii=False)
-            if malformed:
-                args = args[: max(1, len(args) // 2)]  # cut off: not valid JSON
-            wire_calls.append({"id": "call_" + _digest(key, i, c.name)[:24], "type": "function",
-                               "function": {"name": c.name, "arguments": args}})
-        finish = "tool_calls" if wire_calls else "stop"
-        limit = body.get("max_completion_tokens") or body.get("max_tokens")
-        if content and isinstance(limit, int) and limit > 0:
-            enc = encoding_for(model)
-            toks = enc.encode(content, disallowed_special=())
-            if len(toks) > limit:  # the model ran out of tokens mid-answer
-                content = enc.decode_bytes(toks[:limit]).decode("utf-8", errors="ignore")
-                finish = "length"
-        n_completion = (count_text_tokens(content, model) if content else 0) + sum(
-            count_text_tokens(c["function"]["name"], model)
-            + count_text_tokens(c["function"]["arguments"], model) for c in wire_calls)
-        prompt = self._prompt_tokens(messages, model, body.get("tools"))
-        usage = {"prompt_tokens": prompt, "completion_tokens": n_completion,
-                 "total_tokens": prompt + n_completion}
-        return completion(cid="chatcmpl-" + key[:29], model=model, content=content,
-                          calls=wire_calls, finish_reason=finish, usage=usage)
-
-    def _prompt_tokens(self, messages: list, model: str, tools: Any) -> int:
-        """``tokens.count_messages_tokens`` with a per-message cache (histories repeat)."""
-        from agentlab.tokens import (REPLY_PRIMING, count_message_tokens, count_tools_tokens,
-                                     encoding_for)
-        enc = encoding_for(model).name
-        total = REPLY_PRIMING
-        cache = self._token_cache
-        for m in messages:
-            if not isinstance(m, dict):
-                continue
-            k = (enc, json.dumps(m, sort_keys=True, default=str))
-            n = cache.get(k)
-            if n is None:
-                if len(cache) > 50_000:
-                    cache.clear()
-                n = cache[k] = count_message_tokens(m, model)
-            total += n
-        if isinstance(tools, list) and tools:
-            total += count_tools_tokens(tools, model)
-        return total
-
-
 class _Timeout(Exception):
     """Internal: the reply took longer than the client's read timeout."""
+

@@ -15,8 +15,9 @@ model: a time to first token, then a steady token rate, all scaled by ``time_sca
   over HTTP: the server stalls, then drops the connection);
 - ``"disconnect"``: the connection drops without a reply (``openai.APIConnectionError``);
 - ``"malformed_arguments"``: tool-call arguments cut in half (not valid JSON), both modes;
-- ``"truncated_stream"``: a stream that ends without ``finish_reason`` and without ``[DONE]``
-  (a non-streaming request gets a dropped connection instead);
+- ``"truncated_stream"``: a stream that stops half way (inside a tool call's arguments when it
+  has calls), without ``finish_reason`` or ``[DONE]`` (a non-streaming request gets a dropped
+  connection instead);
 - an ``int`` HTTP status, e.g. ``401``, ``400``, ``429``, ``503``: an OpenAI-shaped error;
 - ``(entry, {"retry_after": 0.5})``: an entry with options (``retry_after`` seconds for a 429,
   ``message`` to replace the error text).

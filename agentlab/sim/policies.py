@@ -12,6 +12,10 @@ Shipped policies:
 - ``ToolUser()`` (the default): calls every offered tool once with arguments synthesised from
   its JSON schema, then answers with a text citing what the tools returned.
 - ``Researcher()`` lives in ``agentlab/sim/researcher.py`` (the article's research trace).
+
+Besides text and calls, a reply may be a ``refuse("...")`` (the model declines: ``refusal`` set,
+no content, as the real API answers) or ``filtered(...)`` (``finish_reason`` ``content_filter``:
+the provider withheld the rest of the answer, as Azure's filter does).
 """
 from __future__ import annotations
 
@@ -20,8 +24,9 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence, Union
 
 __all__ = [
-    "Text", "Call", "Reply", "text", "call", "Policy", "Script", "Function", "ToolUser",
-    "synthesize_arguments", "normalize_reply", "SCRIPT_ENDED",
+    "Text", "Call", "Refusal", "Filtered", "Reply", "ReplyParts", "text", "call", "refuse",
+    "filtered", "Policy", "Script", "Function", "ToolUser", "synthesize_arguments",
+    "normalize_reply", "reply_parts", "SCRIPT_ENDED",
 ]
 
 #: The text a ``Script`` answers with once it has run out of turns.
@@ -41,8 +46,31 @@ class Call:
     arguments: dict = field(default_factory=dict)
 
 
-#: What a policy may return: a Text, a Call, a list of Calls (parallel), or a plain str.
-Reply = Union[Text, Call, Sequence[Union[Text, Call, str]], str]
+@dataclass(frozen=True)
+class Refusal:
+    """The model declines: ``message.refusal`` is this text, ``content`` is null."""
+    text: str
+
+
+@dataclass(frozen=True)
+class Filtered:
+    """The provider's content filter stopped the answer: ``finish_reason`` ``content_filter``,
+    with whatever ``reply`` held before the cut (text and/or calls; may be None)."""
+    reply: Any = None
+
+
+#: What a policy may return: a Text, a Call, a list of Calls (parallel), a plain str, a
+#: Refusal or a Filtered.
+Reply = Union[Text, Call, Refusal, Filtered, Sequence[Union[Text, Call, str]], str]
+
+
+@dataclass(frozen=True)
+class ReplyParts:
+    """A policy's reply taken apart: what goes into the completion message."""
+    content: str | None
+    calls: list
+    refusal: str | None = None
+    finish_reason: str | None = None  # None: decided by the reply (stop / tool_calls / length)
 
 
 def text(s: str) -> Text:
@@ -53,6 +81,27 @@ def text(s: str) -> Text:
 def call(name: str, args: dict | None = None) -> Call:
     """Shorthand for ``Call(name, args or {})``: a scripted tool call."""
     return Call(name, dict(args or {}))
+
+
+def refuse(s: str = "I'm sorry, I can't help with that.") -> Refusal:
+    """Shorthand for ``Refusal(s)``: the model declines to answer."""
+    return Refusal(str(s))
+
+
+def filtered(reply: Any = None) -> Filtered:
+    """Shorthand for ``Filtered(reply)``: the answer is cut by a content filter."""
+    return Filtered(reply)
+
+
+def reply_parts(item: Any) -> ReplyParts:
+    """``ReplyParts`` of anything a policy may return (see ``normalize_reply``)."""
+    if isinstance(item, Refusal):
+        return ReplyParts(None, [], item.text)
+    if isinstance(item, Filtered):
+        inner = reply_parts(item.reply) if item.reply is not None else ReplyParts(None, [])
+        return ReplyParts(inner.content, inner.calls, inner.refusal, "content_filter")
+    content, calls = normalize_reply(item)
+    return ReplyParts(content, calls)
 
 
 def normalize_reply(item: Any) -> tuple[str | None, list[Call]]:
@@ -78,6 +127,9 @@ def normalize_reply(item: Any) -> tuple[str | None, list[Call]]:
         if not calls:
             return "".join(texts), []
         return ("".join(texts) if texts else None), calls
+    if isinstance(item, (Refusal, Filtered)):
+        parts = reply_parts(item)
+        return parts.content, parts.calls
     raise TypeError(f"a policy must return Text, Call, a list of Call or a str, not {item!r}; "
                     "use agentlab.sim.text(...) / agentlab.sim.call(name, args)")
 

@@ -3,8 +3,9 @@
 The streamed form is derived from the non-streamed one, so concatenating a stream always gives
 back exactly the non-streamed reply. Streaming follows what the real API sends:
 
-1. a first chunk with ``role: "assistant"`` (and ``content: ""`` for text, ``null`` for calls);
-2. text in small deltas of a few tokens;
+1. a first chunk with ``role: "assistant"`` (and ``content: ""`` for text, ``null`` for calls;
+   ``refusal: ""`` and ``content: null`` for a refusal);
+2. text (or the refusal) in small deltas of a few tokens;
 3. per tool call, a first fragment with ``index``, ``id``, ``type``, ``function.name`` and
    ``arguments: ""``, then argument fragments of a few characters with only ``index`` and
    ``function.arguments``;
@@ -25,13 +26,13 @@ _FINGERPRINT = "fp_agentlab_sim"
 
 
 def completion(*, cid: str, model: str, content: str | None, calls: list[dict],
-               finish_reason: str, usage: dict) -> dict:
+               finish_reason: str, usage: dict, refusal: str | None = None) -> dict:
     """A ``chat.completion`` object exactly like the real API's (one choice).
 
     ``calls`` are ``{"id", "type": "function", "function": {"name", "arguments"}}`` dicts with
-    ``arguments`` already a JSON string.
+    ``arguments`` already a JSON string. A refusal has ``content: null`` and ``refusal`` set.
     """
-    message: dict = {"role": "assistant", "content": content, "refusal": None,
+    message: dict = {"role": "assistant", "content": content, "refusal": refusal,
                      "annotations": []}
     if calls:
         message["tool_calls"] = calls
@@ -80,7 +81,8 @@ def stream_events(reply: dict, enc, *, include_usage: bool = False,
     """The chunks that stream ``reply``, each with the number of tokens it carries (for pacing).
 
     ``(None, 0)`` stands for the final ``data: [DONE]``. With ``truncated`` the stream stops
-    about half way: no ``finish_reason``, no usage chunk and no ``[DONE]``.
+    about half way (inside a call's arguments when there are calls, so the JSON is never
+    whole): no ``finish_reason``, no usage chunk and no ``[DONE]``.
     """
     base = {"id": reply["id"], "object": "chat.completion.chunk", "created": reply["created"],
             "model": reply["model"], "service_tier": reply.get("service_tier", "default"),
@@ -88,26 +90,34 @@ def stream_events(reply: dict, enc, *, include_usage: bool = False,
     choice = reply["choices"][0]
     msg = choice["message"]
     content, calls = msg.get("content"), msg.get("tool_calls") or []
+    refusal = msg.get("refusal")
     events: list[tuple[dict | None, int]] = []
 
-    # 1. role first; content "" when text follows, null for a tool-call-only reply
-    events.append((_chunk(base, {"role": "assistant", "content": "" if content is not None
-                                 else None, "refusal": None}, with_usage=include_usage), 0))
-    # 2. text in deltas of a few tokens
+    # 1. role first; content "" when text follows, null for a tool-call-only reply or a refusal
+    first = {"role": "assistant", "content": "" if content is not None else None,
+             "refusal": "" if refusal else None}
+    events.append((_chunk(base, first, with_usage=include_usage), 0))
+    # 2. text (or the refusal) in deltas of a few tokens
     for piece, n in token_pieces(content or "", enc, per=3):
         events.append((_chunk(base, {"content": piece}, with_usage=include_usage), n))
+    for piece, n in token_pieces(refusal or "", enc, per=3):
+        events.append((_chunk(base, {"refusal": piece}, with_usage=include_usage), n))
     # 3. each call: header fragment (id, type, name), then argument fragments
+    cut = max(1, (len(events) + 1) // 2) if not calls else None
     for index, tc in enumerate(calls):
         fn = tc["function"]
         head = {"index": index, "id": tc["id"], "type": "function",
                 "function": {"name": fn["name"], "arguments": ""}}
         events.append((_chunk(base, {"tool_calls": [head]}, with_usage=include_usage),
                        len(enc.encode(fn["name"], disallowed_special=()))))
-        for piece, n in token_pieces(fn["arguments"], enc, per=2):
+        pieces = token_pieces(fn["arguments"], enc, per=2)
+        if index == len(calls) // 2:  # a truncated stream stops inside this call's arguments
+            cut = len(events) + len(pieces) // 2
+        for piece, n in pieces:
             frag = {"index": index, "function": {"arguments": piece}}
             events.append((_chunk(base, {"tool_calls": [frag]}, with_usage=include_usage), n))
-    if truncated:  # stop part way: no finish_reason, no usage, no [DONE]
-        return events[: max(1, (len(events) + 1) // 2)]
+    if truncated:  # stop part way (mid-arguments when there are calls): no finish_reason,
+        return events[:cut]  # no usage, no [DONE]
     # 4. the last choice chunk carries finish_reason
     events.append((_chunk(base, {}, choice["finish_reason"], with_usage=include_usage), 0))
     # 5. usage chunk when asked for, then [DONE]

@@ -26,9 +26,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from .policies import Call, Policy, Text
+from .policies import Call, Policy, Text, ToolUser
 
-__all__ = ["Researcher"]
+__all__ = ["Researcher", "Auto"]
 
 _KNOWN = {"web_search", "read_url", "write_file", "ask_user"}
 _GENERIC = frozenset("""research researching investigate study look into about on the a an and or of
@@ -231,3 +231,24 @@ class Researcher(Policy):
             point = next(iter(_key_points(page, 1)), "")
             parts.append(f"[{i}] {page.splitlines()[0][2:]} ({url}): {point}")
         return "\n".join(parts)
+
+
+class Auto(Policy):
+    """The default model of ``agentlab serve``: the research trace (``Researcher``) when the
+    request offers ``web_search`` (what ``agentlab demo`` sends), else ``ToolUser``.
+
+    So ``agentlab demo`` against ``agentlab serve`` behaves like the offline demo, and
+    ``agentlab chat`` (no tools) gets a direct answer.
+    """
+
+    def __init__(self, max_rounds: int = 10) -> None:
+        self.researcher = Researcher(max_rounds)
+        self.tool_user = ToolUser()
+
+    def respond(self, messages: list[dict], tools: list[dict]) -> Any:
+        names = {(t.get("function") or {}).get("name") for t in tools or [] if isinstance(t, dict)}
+        chosen = self.researcher if "web_search" in names else self.tool_user
+        return chosen.respond(messages, tools)
+
+    def __repr__(self) -> str:
+        return "Auto()"

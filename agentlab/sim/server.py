@@ -1,103 +1,302 @@
-"""``Simulator.serve()``: the simulator as a real HTTP server on 127.0.0.1 (notebook 00).
+"""``Simulator.serve()`` and ``agentlab serve``: the simulator as a real HTTP server (notebook 00).
 
 Any OpenAI-compatible client (the ``openai`` SDK, ``curl``, another language) can talk to it:
-``with sim.serve() as url: openai.OpenAI(base_url=url, api_key="x")``. It reuses the in-process
-request handling (``Simulator.handle``) unchanged, so replies, faults, latency and the
-``requests`` log are identical; streaming replies go out as chunked ``text/event-stream``
-writes, flushed one SSE event at a time. A ``"timeout"`` fault stalls the request (until the
-client gives up, ``Simulator.stall_s`` passes or the server stops) and then drops it.
+``with sim.serve() as url: openai.OpenAI(base_url=url, api_key="x")``. It answers through the
+same ``SimulatedAPI.handle`` as the in-process transport, so replies, faults, latency and the
+``requests`` log are identical; streams go out one SSE event per HTTP chunk, as they are made.
 
-Built on the standard library's ``ThreadingHTTPServer`` in a daemon thread: no extra
-dependency, and nothing starts until ``serve()`` is entered.
+Real OpenAI-compatible servers (vLLM, llama.cpp's Python server) are ASGI apps on a well-kept
+server; so is this one: a small ASGI app using starlette's request and response classes, on
+uvicorn (h11), in a background thread. What that buys, and what is added here:
+
+* a listen backlog of 2048, bound by us, so a port in use is one clear ``ConfigError``;
+* a request-size limit (413, checked on ``Content-Length`` before reading and while reading),
+  a body-read timeout (408) and a header timeout that closes a connection that never finishes
+  its request line and headers (slowloris);
+* a JSON 400 for every malformed request, including the ones the HTTP parser itself refuses
+  (a bad ``Content-Length``, a broken request line): no dropped connection, no traceback;
+* one access-log line per request: client, method, path, status, milliseconds.
+
+A ``"timeout"`` fault stalls the request (until the client gives up, ``stall_s`` passes or the
+server stops) and then drops it; ``"disconnect"`` drops the connection mid-reply, as a real
+failure does. Nothing starts until ``serve()`` is entered.
 """
 from __future__ import annotations
 
+import errno
+import json
+import logging
+import socket
 import threading
+import time
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Iterator
+from typing import Any, Callable, Iterator
 
-__all__ = ["serve"]
+from ..errors import ConfigError
+from .replies import sse
+from .strict import api_error
 
+__all__ = ["serve", "build_app", "MAX_BODY_BYTES", "BACKLOG"]
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True      # a stalled or streaming request never blocks shutdown
-    block_on_close = False
-    allow_reuse_address = True
-
-    def __init__(self, address, sim):
-        super().__init__(address, _Handler)
-        self.sim = sim
-        self.stopping = threading.Event()
-
-    def handle_error(self, request, client_address) -> None:
-        # A client closing a kept-alive connection while the handler waits for its next
-        # request is normal (the SDK does it after every stream): not worth a traceback.
-        import sys
-        if not isinstance(sys.exc_info()[1], (ConnectionResetError, BrokenPipeError)):
-            super().handle_error(request, client_address)
+#: Largest request body accepted (bytes); larger ones get a 413 without being read.
+MAX_BODY_BYTES = 32 * 1024 * 1024
+#: Listen backlog: connections the kernel queues while the server is busy.
+BACKLOG = 2048
+_JSON = [(b"content-type", b"application/json")]
+_QUIET = ("ASGI callable returned without completing response.",)  # our deliberate drops
 
 
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"  # keep-alive and chunked transfer for SSE
-    # Headers and body go out in separate writes; without TCP_NODELAY the body waits ~40 ms
-    # on Nagle's algorithm plus the client's delayed ACK (22 requests/s instead of hundreds).
-    disable_nagle_algorithm = True
-    server: _Server
+def _error_body(status: int, message: str, code: str | None = None) -> bytes:
+    kind = "server_error" if status >= 500 else "invalid_request_error"
+    return json.dumps(api_error(message, type=kind, code=code)).encode()
 
-    def log_message(self, format, *args):  # noqa: A002 - quiet: .requests is the log
-        pass
 
-    def do_GET(self) -> None:
-        self._dispatch("GET")
+class _TooLarge(Exception):
+    pass
 
-    def do_POST(self) -> None:
-        self._dispatch("POST")
 
-    def _dispatch(self, method: str) -> None:
-        length = int(self.headers.get("Content-Length") or 0)
-        raw = self.rfile.read(length) if length else b""
-        reply = self.server.sim.handle(method, self.path, raw)
-        if reply.action is not None:  # "timeout" / "disconnect": no response at all
-            if reply.action == "timeout":
-                self.server.stopping.wait(self.server.sim.stall_s)
-            self.close_connection = True
-            return
+def build_app(sim: Any, *, access_log: Callable[[str], None] | None = None,
+              max_body_bytes: int = MAX_BODY_BYTES, body_timeout_s: float = 30.0,
+              stopping: threading.Event | None = None) -> Callable:
+    """The ASGI app answering every path through ``sim.handle`` (usable with any ASGI server)."""
+    import anyio  # lazy: heavy
+    from starlette.concurrency import run_in_threadpool  # lazy: heavy
+    from starlette.requests import ClientDisconnect, Request  # lazy: heavy
+
+    stopping = stopping or threading.Event()
+
+    async def read_body(request: Request) -> bytes:
+        declared = request.headers.get("content-length")
+        if declared is not None and declared.isdigit() and int(declared) > max_body_bytes:
+            raise _TooLarge(int(declared))
+        parts, size = [], 0
+        async for piece in request.stream():
+            size += len(piece)
+            if size > max_body_bytes:
+                raise _TooLarge(size)
+            parts.append(piece)
+        return b"".join(parts)
+
+    async def answer(request: Request, send: Callable, note: dict) -> None:
+        async def start(status: int, headers: list) -> None:
+            note["status"] = status
+            await send({"type": "http.response.start", "status": status, "headers": headers})
+
+        async def whole(status: int, body: bytes, headers: list = _JSON) -> None:
+            await start(status, [*headers, (b"content-length", str(len(body)).encode())])
+            await send({"type": "http.response.body", "body": body})
+
         try:
-            self.send_response(reply.status)
-            for key, value in reply.headers.items():
-                self.send_header(key, value)
-            if reply.events is None:
-                self.send_header("Content-Length", str(len(reply.body)))
-                self.end_headers()
-                self.wfile.write(reply.body)
+            with anyio.fail_after(body_timeout_s):
+                raw = await read_body(request)
+        except _TooLarge as big:
+            return await whole(413, _error_body(413, f"Request body too large: {big.args[0]} "
+                                                f"bytes; this server accepts at most "
+                                                f"{max_body_bytes} bytes.", "request_too_large"))
+        except TimeoutError:
+            return await whole(408, _error_body(408, f"The request body did not arrive within "
+                                                f"{body_timeout_s:g} s.", "request_timeout"))
+        except ClientDisconnect:
+            note["status"] = "client gone"
+            return
+        reply = await run_in_threadpool(sim.handle, request.method, request.url.path, raw)
+        headers = [(k.lower().encode(), str(v).encode()) for k, v in reply.headers.items()]
+        if reply.action is not None:  # "timeout" / "disconnect": no complete response at all
+            if reply.action == "timeout":
+                t_end = time.monotonic() + sim.stall_s
+                while time.monotonic() < t_end and not stopping.is_set():
+                    await anyio.sleep(0.05)
+            note["status"] = f"{reply.action} (dropped)"
+            await start(200, list(_JSON))  # started, never finished: the client sees a drop
+            return
+        if reply.events is None:
+            return await whole(reply.status, reply.body, headers)
+        await start(reply.status, headers)
+        for event, n_tokens in reply.events:  # paced here with async sleeps: no thread per chunk
+            delay = reply.pace(n_tokens) if reply.pace is not None and n_tokens else 0.0
+            if delay > 0:
+                await anyio.sleep(delay)
+            await send({"type": "http.response.body", "body": sse(event), "more_body": True})
+        await send({"type": "http.response.body", "body": b""})
+
+    async def app(scope: dict, receive: Callable, send: Callable) -> None:
+        if scope["type"] != "http":
+            return  # lifespan and websockets are switched off; ignore anything else
+        request = Request(scope, receive)
+        note: dict = {"status": "-"}
+        t0 = time.perf_counter()
+        try:
+            await answer(request, send, note)
+        except Exception as exc:  # never a traceback for the client: a JSON 500 if still possible
+            if note["status"] == "-":
+                body = _error_body(500, f"agentlab.sim server error: {type(exc).__name__}: {exc}")
+                note["status"] = 500
+                await send({"type": "http.response.start", "status": 500,
+                            "headers": [*_JSON, (b"content-length", str(len(body)).encode())]})
+                await send({"type": "http.response.body", "body": body})
+        finally:
+            if access_log is not None:
+                client = scope.get("client") or ("-", 0)
+                access_log(f'{client[0]}:{client[1]} {scope.get("method", "-")} '
+                           f'{scope.get("path", "-")} {note["status"]} '
+                           f'{(time.perf_counter() - t0) * 1000:.1f} ms')
+
+    return app
+
+
+def _protocol_class(header_timeout_s: float, access_log: Callable[[str], None] | None) -> type:
+    """uvicorn's h11 protocol with a header deadline and JSON 400s from the HTTP parser."""
+    import h11  # lazy: heavy
+    from uvicorn.protocols.http.h11_impl import H11Protocol  # lazy: heavy
+
+    class Protocol(H11Protocol):
+        _deadline: Any = None
+        _cycle_at_arm: Any = None
+        _partial = False
+
+        def connection_made(self, transport: Any) -> None:
+            super().connection_made(transport)
+            self._arm()
+
+        def _arm(self) -> None:
+            # A request must finish its request line and headers within header_timeout_s of
+            # the connection (or of the previous response): a slowloris client is closed.
+            self._cycle_at_arm, self._partial = self.cycle, False
+            self._deadline = self.loop.call_later(header_timeout_s, self._too_slow)
+
+        def _too_slow(self) -> None:
+            if self.cycle is not self._cycle_at_arm or self.transport.is_closing():
                 return
-            self.send_header("Transfer-Encoding", "chunked")
-            self.end_headers()
-            for piece in reply.iter_bytes():  # one SSE event per HTTP chunk, sent at once
-                self.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece))
-                self.wfile.flush()
-            self.wfile.write(b"0\r\n\r\n")
-            self.wfile.flush()
-        except (BrokenPipeError, ConnectionResetError):  # the client went away mid-reply
-            self.close_connection = True
+            if self._partial:  # part of a request came, too slowly: say so, then close
+                body = _error_body(408, f"The request headers did not arrive within "
+                                        f"{header_timeout_s:g} s.", "request_timeout")
+                self.transport.write(b"HTTP/1.1 408 Request Timeout\r\ncontent-type: "
+                                     b"application/json\r\nconnection: close\r\n"
+                                     b"content-length: " + str(len(body)).encode()
+                                     + b"\r\n\r\n" + body)
+                if access_log is not None:
+                    peer = self.client or ("-", 0)
+                    access_log(f"{peer[0]}:{peer[1]} - - 408 (headers too slow)")
+            self.transport.close()
+
+        def data_received(self, data: bytes) -> None:
+            super().data_received(data)
+            if self._deadline is not None and self.cycle is not self._cycle_at_arm:
+                self._deadline.cancel()  # the next request's headers are in
+                self._deadline = None
+            elif self._deadline is not None:
+                self._partial = True
+
+        def on_response_complete(self) -> None:
+            super().on_response_complete()
+            if not self.transport.is_closing():
+                self._arm()
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            if self._deadline is not None:
+                self._deadline.cancel()
+            super().connection_lost(exc)
+
+        def send_400_response(self, msg: str) -> None:  # the HTTP parser refused the request
+            body = _error_body(400, f"We could not parse your HTTP request: {msg}")
+            headers = [*_JSON, (b"content-length", str(len(body)).encode()),
+                       (b"connection", b"close")]
+            for event in (h11.Response(status_code=400, headers=headers, reason=b"Bad Request"),
+                          h11.Data(data=body), h11.EndOfMessage()):
+                try:
+                    self.transport.write(self.conn.send(event))
+                except h11.LocalProtocolError:  # the parser is in an error state: write raw
+                    self.transport.write(b"HTTP/1.1 400 Bad Request\r\ncontent-type: "
+                                         b"application/json\r\nconnection: close\r\n"
+                                         b"content-length: " + str(len(body)).encode()
+                                         + b"\r\n\r\n" + body)
+                    break
+            self.transport.close()
+            if access_log is not None:
+                peer = self.client or ("-", 0)
+                access_log(f"{peer[0]}:{peer[1]} - - 400 (unparsable request: {msg})")
+
+    return Protocol
+
+
+class _Quiet(logging.Filter):
+    """uvicorn's own log: forward warnings to the access log, drop our deliberate drops."""
+
+    def __init__(self, sink: Callable[[str], None] | None) -> None:
+        super().__init__()
+        self.sink = sink
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        text = record.getMessage()
+        if self.sink is not None and record.levelno >= logging.WARNING and text not in _QUIET \
+                and not text.startswith("Invalid HTTP request"):  # already logged as a 400
+            self.sink(f"server: {text}")
+        return False
+
+
+def _bind(host: str, port: int, backlog: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    # proto=IPPROTO_TCP: asyncio sets TCP_NODELAY only on sockets that say they are TCP; without
+    # it a reply's headers and body go out as two segments and the body waits ~40 ms for the
+    # client's delayed ACK (Nagle), capping a keep-alive connection at ~20 requests/s.
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        if exc.errno == errno.EADDRINUSE:
+            raise ConfigError("port_in_use", f"port {port} on {host} is already in use: stop the "
+                              "other server or pick another port (--port)") from None
+        raise ConfigError("bind_failed", f"cannot listen on {host}:{port}: "
+                          f"{exc.strerror or exc}") from None
+    sock.listen(backlog)
+    return sock
 
 
 @contextmanager
-def serve(sim, host: str = "127.0.0.1", port: int = 0) -> Iterator[str]:
+def serve(sim: Any, host: str = "127.0.0.1", port: int = 0, *,
+          access_log: Callable[[str], None] | None = None, max_body_bytes: int = MAX_BODY_BYTES,
+          header_timeout_s: float = 10.0, body_timeout_s: float = 30.0,
+          backlog: int = BACKLOG) -> Iterator[str]:
     """Run ``sim`` as an HTTP server in a background thread; yield ``http://HOST:PORT/v1``.
 
-    ``port=0`` picks a free port. On exit the server stops accepting, stalled requests are
-    released, and the listening socket is closed.
+    ``port=0`` picks a free port; a port in use raises ``ConfigError`` (code ``port_in_use``).
+    ``access_log`` receives one line per request. On exit the server stops accepting, stalled
+    requests are released, and the listening socket is closed.
     """
-    server = _Server((host, port), sim)
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05},
-                              name=f"agentlab-sim-{server.server_port}", daemon=True)
+    import uvicorn  # lazy: heavy
+
+    sock = _bind(host, port, backlog)
+    stopping = threading.Event()
+    app = build_app(sim, access_log=access_log, max_body_bytes=max_body_bytes,
+                    body_timeout_s=body_timeout_s, stopping=stopping)
+    config = uvicorn.Config(app, http=_protocol_class(header_timeout_s, access_log), ws="none",
+                            lifespan="off", log_config=None, access_log=False, backlog=backlog,
+                            timeout_keep_alive=5, timeout_graceful_shutdown=2)
+    quiet = _Quiet(access_log)
+    loggers = [logging.getLogger(n) for n in ("uvicorn", "uvicorn.error", "uvicorn.access")]
+    for lg in loggers:
+        lg.addFilter(quiet)
+    server = uvicorn.Server(config)
+    bound = sock.getsockname()[1]
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]},
+                              name=f"agentlab-sim-{bound}", daemon=True)
     thread.start()
     try:
-        yield f"http://{host}:{server.server_port}/v1"
+        deadline = time.monotonic() + 10
+        while not server.started and thread.is_alive() and time.monotonic() < deadline:
+            time.sleep(0.005)
+        if not server.started:
+            raise ConfigError("server_failed", f"the simulator's server did not start on "
+                              f"{host}:{bound}")
+        shown = f"[{host}]" if ":" in host else host
+        yield f"http://{shown}:{bound}/v1"
     finally:
-        server.stopping.set()
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=5)
+        stopping.set()
+        server.should_exit = True
+        thread.join(timeout=10)
+        sock.close()
+        for lg in loggers:
+            lg.removeFilter(quiet)

@@ -7,14 +7,24 @@ error shape and message texts, so the bug surfaces in a notebook instead of in p
 
 ``check_request(body)`` returns ``None`` for a valid body and raises ``SimulatorHTTPError``
 otherwise; the simulator's strict mode (the default) calls it on every request. It is O(n) in
-the number of messages (one pass for structure, one for tool-call pairing).
+the number of messages (one pass for structure, one for tool-call pairing). It also checks the
+parameters' types and ranges (``model: 42``, ``temperature: "hot"`` or ``5``, ``stream: "yes"``,
+``max_tokens: -1``, ``content: 5``) with the real API's codes and texts.
+
+``check_model`` (404 ``model_not_found`` for a model missing from ``agentlab.models``) and
+``check_window`` (400 ``context_length_exceeded`` when the prompt plus ``max_tokens`` does not
+fit) use the model table; ``sanitize`` is what the lenient mode does instead: it drops what it
+cannot use, so a malformed request still gets an answer, never a crash.
 """
 from __future__ import annotations
 
 import re
 from typing import Any
 
-__all__ = ["SimulatorHTTPError", "api_error", "check_request", "ROLES"]
+from ..models import ModelInfo, model_info
+
+__all__ = ["SimulatorHTTPError", "api_error", "check_request", "check_model", "check_window",
+           "sanitize", "ROLES"]
 
 #: Roles the real API accepts.
 ROLES = ("system", "assistant", "user", "function", "tool", "developer")
@@ -56,7 +66,7 @@ def _missing(param: str) -> SimulatorHTTPError:
 
 
 def _type_name(value: Any) -> str:
-    return {str: "a string", int: "an integer", float: "a number", bool: "a boolean",
+    return {str: "a string", int: "an integer", float: "a decimal", bool: "a boolean",
             list: "an array", dict: "an object", type(None): "null"}.get(type(value), "a value")
 
 
@@ -71,6 +81,46 @@ def _supported(value: Any, options: tuple[str, ...], param: str) -> SimulatorHTT
         listed = f"'{options[0]}' and '{options[1]}'"
     return _bad(f"Invalid value: '{value}'. Supported values are: {listed}.", param,
                 "invalid_value")
+
+
+# ---------------------------------------------------------------- parameters
+
+#: name -> (kind, minimum, maximum); kind "decimal" accepts int and float, "integer" only int.
+_NUMBERS: dict[str, tuple[str, float, float | None]] = {
+    "temperature": ("decimal", 0, 2), "top_p": ("decimal", 0, 1),
+    "presence_penalty": ("decimal", -2, 2), "frequency_penalty": ("decimal", -2, 2),
+    "max_tokens": ("integer", 1, None), "max_completion_tokens": ("integer", 1, None),
+    "n": ("integer", 1, 128),
+}
+_BOOLEANS = ("stream", "parallel_tool_calls", "logprobs", "store")
+
+
+def _shown(value: Any) -> str:
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def _check_params(body: dict) -> None:
+    """Types and ranges of the scalar parameters, as the real API words them."""
+    if not isinstance(body["model"], str):
+        raise _wrong_type("model", "a string", body["model"])
+    for name, (kind, low, high) in _NUMBERS.items():
+        value = body.get(name)
+        if value is None:
+            continue
+        ok = isinstance(value, int) if kind == "integer" else isinstance(value, (int, float))
+        if not ok or isinstance(value, bool):
+            raise _wrong_type(name, "a decimal" if kind == "decimal" else "an integer", value)
+        if value < low:
+            raise _bad(f"Invalid '{name}': {kind} below minimum value. Expected a value >= "
+                       f"{_shown(low)}, but got {_shown(value)} instead.", name,
+                       f"{kind}_below_min_value")
+        if high is not None and value > high:
+            raise _bad(f"Invalid '{name}': {kind} above maximum value. Expected a value <= "
+                       f"{_shown(high)}, but got {_shown(value)} instead.", name,
+                       f"{kind}_above_max_value")
+    for name in _BOOLEANS:
+        if body.get(name) is not None and not isinstance(body[name], bool):
+            raise _wrong_type(name, "a boolean", body[name])
 
 
 # ---------------------------------------------------------------- tools
@@ -157,17 +207,30 @@ def _check_message(i: int, m: Any) -> None:
                         raise _missing(f"{tw}.function.{key}")
                 if not isinstance(fn["arguments"], str):
                     raise _wrong_type(f"{tw}.function.arguments", "a string", fn["arguments"])
-        if m.get("content") is None and not calls and not m.get("function_call"):
+        if m.get("content") is None and not calls and not m.get("function_call") \
+                and not m.get("refusal"):
             raise _bad("Invalid value for 'content': expected a string, got null.",
                        f"messages.[{i}].content")
+        if m.get("content") is not None:
+            _check_content(where, m["content"])
         return
     if "content" not in m:
         raise _missing(f"{where}.content")
     if m["content"] is None:
         raise _bad("Invalid value for 'content': expected a string, got null.",
                    f"messages.[{i}].content")
+    _check_content(where, m["content"])
     if role == "tool" and "tool_call_id" not in m:
         raise _missing(f"{where}.tool_call_id")
+
+
+def _check_content(where: str, content: Any) -> None:
+    if isinstance(content, str):
+        return
+    if not isinstance(content, list) or not all(isinstance(p, dict) for p in content):
+        raise _bad(f"Invalid type for '{where}.content': expected one of a string or array of "
+                   f"objects, but got {_type_name(content)} instead.", f"{where}.content",
+                   "invalid_type")
 
 
 def _unanswered(i: int, ids: list[str]) -> SimulatorHTTPError:
@@ -216,7 +279,7 @@ def check_request(body: Any) -> None:
     if not isinstance(body, dict):
         raise _bad("We could not parse the JSON body of your request. The OpenAI API expects a "
                    "JSON object.")
-    if not body.get("model"):
+    if body.get("model") is None or body.get("model") == "":
         raise _bad("you must provide a model parameter")
     if "messages" not in body:
         raise _missing("messages")
@@ -235,9 +298,67 @@ def check_request(body: Any) -> None:
                        "'tools' are specified.", "tool_choice")
         if isinstance(choice, str) and choice not in _TOOL_CHOICES:
             raise _supported(choice, _TOOL_CHOICES, "tool_choice")
+    _check_params(body)
     if body.get("stream_options") is not None and not body.get("stream"):
         raise _bad("The 'stream_options' parameter is only allowed when 'stream' is enabled.",
                    "stream_options")
     for i, m in enumerate(messages):
         _check_message(i, m)
     _check_pairing(messages)
+
+
+# ---------------------------------------------------------------- the model table
+
+def check_model(name: str) -> ModelInfo:
+    """The table's entry for ``name``, or the real API's 404 ``model_not_found``."""
+    info = model_info(name)
+    if info is None:
+        raise SimulatorHTTPError(404, api_error(
+            f"The model `{name}` does not exist or you do not have access to it.",
+            code="model_not_found"))
+    return info
+
+
+def check_window(info: ModelInfo, body: dict, prompt_tokens: int, tools_tokens: int) -> None:
+    """400 when the reply cannot fit: ``max_tokens`` over the model's output limit, or the
+    prompt (plus ``max_tokens``) over its context window, in the real API's words."""
+    param = "max_completion_tokens" if body.get("max_completion_tokens") else "max_tokens"
+    limit = body.get(param)
+    if isinstance(limit, int) and limit > info.max_output_tokens:
+        raise _bad(f"{param} is too large: {limit}. This model supports at most "
+                   f"{info.max_output_tokens} completion tokens, whereas you provided {limit}.",
+                   param, "invalid_value")
+    window = info.context_window
+    head = f"This model's maximum context length is {window} tokens. However, "
+    if isinstance(limit, int) and prompt_tokens + limit > window:
+        raise _bad(head + f"you requested {prompt_tokens + limit} tokens ({prompt_tokens} in the "
+                   f"messages, {limit} in the completion). Please reduce the length of the "
+                   "messages or completion.", "messages", "context_length_exceeded")
+    if prompt_tokens > info.input_limit:
+        if tools_tokens:
+            raise _bad(head + f"your messages resulted in {prompt_tokens} tokens "
+                       f"({prompt_tokens - tools_tokens} in the messages, {tools_tokens} in the "
+                       "functions). Please reduce the length of the messages or functions.",
+                       "messages", "context_length_exceeded")
+        raise _bad(head + f"your messages resulted in {prompt_tokens} tokens. Please reduce the "
+                   "length of the messages.", "messages", "context_length_exceeded")
+
+
+# ---------------------------------------------------------------- lenient mode
+
+def _usable_tool(tool: Any) -> bool:
+    fn = tool.get("function") if isinstance(tool, dict) else None
+    params = fn.get("parameters", {}) if isinstance(fn, dict) else None
+    return (isinstance(fn, dict) and isinstance(fn.get("name"), str) and isinstance(params, dict)
+            and isinstance(params.get("properties", {}), dict))
+
+
+def sanitize(body: dict) -> tuple[list[dict], list[dict]]:
+    """``(messages, tools)`` a policy can work with, from any JSON object: messages that are
+    objects with a string role, tools that are function schemas. Used when ``strict=False``."""
+    messages = body.get("messages")
+    tools = body.get("tools")
+    messages = [m for m in messages if isinstance(m, dict) and isinstance(m.get("role"), str)] \
+        if isinstance(messages, list) else []
+    tools = [t for t in tools if _usable_tool(t)] if isinstance(tools, list) else []
+    return messages, tools

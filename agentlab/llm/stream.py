@@ -1,0 +1,136 @@
+"""Assembling a streamed chat completion from its chunks (notebooks 01 and 07).
+
+A stream is a list of ``chat.completion.chunk`` objects: text deltas, tool-call fragments keyed by
+``index``, refusal fragments, a last choice chunk with ``finish_reason``, an optional usage chunk
+with ``choices: []``, then ``data: [DONE]``. ``StreamAssembler`` turns them into one
+``LLMResponse`` and decides whether the stream was *complete*:
+
+* a ``finish_reason`` arrived -> complete;
+* no finish reason, but the server ended the stream properly (``[DONE]``, or the usage chunk
+  that only comes at the end) -> complete; several OpenAI-compatible servers never send a
+  finish reason, so it is inferred (``tool_calls`` when there are calls, else ``stop``);
+* the connection just closed: complete only if there are tool calls and every one has whole
+  JSON arguments; text, or arguments cut mid-way, stay incomplete (retry, or ``incomplete``).
+
+``ChunkStream`` is the SDK's own SSE stream class with one addition: it notes whether the
+``data: [DONE]`` line arrived (the SDK consumes that line silently).
+"""
+from __future__ import annotations
+
+import json
+from typing import Any, Iterator
+
+import openai
+from openai.types.chat import ChatCompletionChunk
+
+from .responses import LLMResponse, ToolCall, parse_arguments, usage_dict
+
+__all__ = ["ChunkStream", "StreamAssembler"]
+
+
+class ChunkStream(openai.Stream[ChatCompletionChunk]):
+    """``openai.Stream`` of chunks that records whether the server sent ``data: [DONE]``."""
+
+    saw_done: bool = False
+
+    def _iter_events(self) -> Iterator[Any]:
+        for event in super()._iter_events():
+            if event.data.startswith("[DONE]"):
+                self.saw_done = True
+            yield event
+
+
+def _whole_json(raw: str) -> bool:
+    if not raw.strip():
+        return False  # a call header with no arguments yet
+    try:
+        return isinstance(json.loads(raw), dict)
+    except (ValueError, RecursionError):
+        return False
+
+
+class StreamAssembler:
+    """Builds the final streamed response from chunks.
+
+    Robust to what real providers send: a tool-call delta without ``function``, the id and name
+    only on the first fragment (or repeated on every one), interleaved indices of parallel calls,
+    a missing index, an empty ``refusal: ""`` on every chunk, a usage chunk with no choices, no
+    finish reason at all.
+    """
+
+    def __init__(self) -> None:
+        self.calls: dict[int, dict] = {}
+        self.finish_reason: str | None = None
+        self.usage: dict = {}
+        self.refusal: list[str] = []
+        self.saw_choice = False   # any choice chunk at all (none: an empty response)
+        self.saw_usage = False    # the usage chunk, which a server sends only at the very end
+
+    def add(self, chunk: ChatCompletionChunk) -> str | None:
+        """Take one chunk; return its text delta (if any)."""
+        usage = getattr(chunk, "usage", None)
+        if usage is not None:
+            self.usage = usage_dict(usage)
+            self.saw_usage = True
+        text = None
+        for choice in getattr(chunk, "choices", None) or []:
+            if (getattr(choice, "index", 0) or 0) != 0:
+                continue  # we ask for one choice; ignore any other
+            self.saw_choice = True
+            delta = getattr(choice, "delta", None)
+            if delta is not None:
+                text = getattr(delta, "content", None) or text
+                refusal = getattr(delta, "refusal", None)
+                if refusal:
+                    self.refusal.append(refusal)
+                for tc in getattr(delta, "tool_calls", None) or []:
+                    self._add_fragment(tc)
+            if getattr(choice, "finish_reason", None):
+                self.finish_reason = choice.finish_reason
+        return text
+
+    def _add_fragment(self, tc: Any) -> None:
+        idx, tc_id = getattr(tc, "index", None), getattr(tc, "id", None)
+        if idx is None:
+            # Some providers omit the index: a known id continues its call, a new id opens a
+            # new one, no id continues the latest call.
+            by_id = {s["id"]: i for i, s in self.calls.items() if s["id"]}
+            if tc_id in by_id:
+                idx = by_id[tc_id]
+            elif tc_id or not self.calls:
+                idx = max(self.calls, default=-1) + 1
+            else:
+                idx = max(self.calls)
+        slot = self.calls.setdefault(idx, {"id": "", "name": "", "args": []})
+        if tc_id and not slot["id"]:
+            slot["id"] = tc_id
+        fn = getattr(tc, "function", None)
+        if fn is None:
+            return
+        name = getattr(fn, "name", None)
+        if name and name != slot["name"]:
+            slot["name"] += name  # set once, or a name sent in pieces
+        if getattr(fn, "arguments", None):
+            slot["args"].append(fn.arguments)
+
+    def complete(self, saw_done: bool) -> bool:
+        """Whether the stream carried a whole answer (see the module docstring)."""
+        if self.finish_reason or saw_done or self.saw_usage:
+            return True
+        return bool(self.calls) and all(_whole_json("".join(s["args"]))
+                                        for s in self.calls.values())
+
+    def final(self, complete: bool) -> LLMResponse:
+        """The assembled response; ``finish_reason`` is inferred when the server sent none.
+
+        Tool-call ids are the provider's (possibly empty); ``LLMClient`` makes them unique.
+        """
+        calls = []
+        for idx in sorted(self.calls):
+            s = self.calls[idx]
+            raw = "".join(s["args"])
+            args, err = parse_arguments(raw)
+            calls.append(ToolCall(s["id"], s["name"], args, raw, err))
+        finish = self.finish_reason or (
+            ("tool_calls" if calls else "stop") if complete else "incomplete")
+        return LLMResponse(None, calls, self.usage, finish, "".join(self.refusal) or None)
