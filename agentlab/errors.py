@@ -52,6 +52,8 @@ CODES: dict[str, str] = {
     "not_serializable": "a value cannot be stored as JSON",
     "cycle_detected": "tool dependencies form a cycle",
     "unknown_dependency": "a tool depends on an id that is not in the batch",
+    "state_write_failed": "the file system refused a state write; the old value is kept",
+    "checkpoint_write_failed": "a checkpoint or tool result could not be written; the run goes on",
 }
 
 
