@@ -127,6 +127,13 @@ def test_failed_write_keeps_old_value_and_leaves_no_temp_file(tmp_path, monkeypa
     assert sorted(p.name for p in tmp_path.iterdir()) == ["k.json"]
 
 
+def test_one_atomic_write_for_state_and_checkpoints():
+    import agentlab.atomic
+    import agentlab.checkpoints.json_backend as checkpoint_files
+    import agentlab.state
+    assert agentlab.state.atomic_write is agentlab.atomic.atomic_write is checkpoint_files.atomic_write
+
+
 CRASH = """
 import resource, signal, sys
 sys.path.insert(0, {root!r})

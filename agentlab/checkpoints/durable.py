@@ -46,7 +46,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from .manager import Checkpoint, unsafe_index
+from .document import Checkpoint
+from .safe_point import unsafe_index
 from ..errors import AgentError, CheckpointError
 
 __all__ = ["DurableRun", "prepare_resume", "begin_run", "execute_tools", "checkpoint_turn",
