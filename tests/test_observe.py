@@ -229,3 +229,20 @@ def test_fresh_gives_an_empty_observer_with_the_same_prices():
     new = obs.fresh("b")
     assert (new.run_id, new.model, new.pricing, new.used) == ("b", "gpt-4o-mini", obs.pricing, False)
     assert new.trace_id != obs.trace_id and new.trace_id == obs.fresh("c").trace_id  # seeded
+
+
+# ------------------------------------------------------------------ misuse and attach (issue #10)
+def test_a_missing_token_count_is_zero_and_bad_arguments_are_config_errors():
+    obs = AgentObserver("r")
+    obs.record_llm_call(prompt_tokens=None, completion_tokens=None, duration_ms=3.0)  # no usage
+    assert (obs.llm_calls[0].prompt_tokens, obs.llm_calls[0].completion_tokens) == (0, 0)
+    assert obs.generate_report().cost_usd == 0.0
+    for bad in (dict(prompt_tokens=-1), dict(completion_tokens="12"), dict(prompt_tokens=1.5),
+                dict(duration_ms=None), dict(duration_ms=-2.0)):
+        with pytest.raises(ConfigError, match=next(iter(bad))):
+            obs.record_llm_call(**bad)
+    with pytest.raises(ConfigError, match="duration_ms"):
+        obs.record_tool_call("search", -1.0)
+    with pytest.raises(ConfigError, match="status"):
+        obs.end_span(obs.start_span("run"), "bogus")
+    assert len(obs.llm_calls) == 1 and not obs.tool_calls  # nothing half-recorded
