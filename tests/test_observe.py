@@ -12,9 +12,12 @@ import warnings
 import numpy as np
 import pytest
 
+from agentlab import sim
 from agentlab.errors import ConfigError, ToolError
 from agentlab.naive.observe import NaiveObserver
 from agentlab.observe import PRICING_PATH, AgentObserver, PricingWarning, percentile
+from agentlab.runtime import AgentRuntime
+from agentlab.tools import ToolRegistry
 
 PRICES = json.loads(PRICING_PATH.read_text())["models"]
 
@@ -246,3 +249,17 @@ def test_a_missing_token_count_is_zero_and_bad_arguments_are_config_errors():
     with pytest.raises(ConfigError, match="status"):
         obs.end_span(obs.start_span("run"), "bogus")
     assert len(obs.llm_calls) == 1 and not obs.tool_calls  # nothing half-recorded
+
+
+def test_an_observer_attaches_to_a_runtime_from_outside():
+    reg = ToolRegistry()
+    reg.register(lambda key: f"v{key}", name="lookup", description="Look up.")
+    rt = AgentRuntime(sim.Simulator(sim.Script([sim.call("lookup", {"key": "a"}),
+                                                sim.text("done")])).llm(), reg)
+    obs = AgentObserver("x", seed=1)
+    obs.attach(rt)
+    obs.attach(rt)  # one tracer per runtime: nothing is recorded twice
+    r = rt.run("go")
+    assert rt.observer is obs and obs.run_id == r.run_id and obs.final_status == "completed"
+    assert [s.kind for s in obs.spans] == ["run", "turn", "llm", "tool", "turn", "llm"]
+

@@ -30,7 +30,8 @@ Run identity (book 1.4): a run keeps its ``run_id`` when it resumes; ``revision`
 1 + the highest revision of that run in the store, so the first checkpoint after a resume from
 revision r has revision r + 1.
 
-With the runtime: ``AgentRuntime(..., checkpoints=cm)`` (``agentlab.checkpoints.durable``): a checkpoint at the start of a run, every
+With the runtime: ``AgentRuntime(..., checkpoints=cm)`` calls ``cm.attach(runtime)``
+(``agentlab.checkpoints.durable``): a checkpoint at the start of a run, every
 ``auto_save_interval`` turns at a safe point, and when the run ends; each tool result recorded
 with ``record_tool_result`` as the call completes and reused on resume; and
 ``run(task, resume_from="latest" | id)`` continues the same run. This module owns what is
@@ -49,6 +50,7 @@ from typing import Any
 
 from ..errors import CheckpointError, ConfigError
 from .document import FORMAT_VERSION, Checkpoint, new_checkpoint_id, render_checkpoint
+from .durable import DurableRuns, idempotency_key, attach as attach_runs
 from .redact import REDACTED, json_default, to_plain
 from .safe_point import unsafe_index
 from .store import make_backend
@@ -63,11 +65,6 @@ _RUN_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
 def new_run_id() -> str:
     """A fresh run id (``run-<uuid4>``)."""
     return f"run-{uuid.uuid4()}"
-
-
-def idempotency_key(run_id: str, tool_call_id: str) -> str:
-    """The key a side-effecting tool gets: the same for a call and for its replay after a resume."""
-    return f"{run_id}:{tool_call_id}"
 
 
 class CheckpointManager:
@@ -274,6 +271,16 @@ class CheckpointManager:
     def completed_tool_calls(self, run_id: str) -> dict[str, dict]:
         """Every recorded call of a run: ``{tool_call_id: record}`` in completion order."""
         return self.backend.tool_results(self._check_run_id(run_id))
+
+    # -- with a runtime
+    def attach(self, runtime: Any) -> DurableRuns:
+        """Make ``runtime``'s runs durable with this manager (``AgentRuntime(checkpoints=cm)``).
+
+        Same as ``agentlab.checkpoints.durable.attach(runtime, self)``: hooks save checkpoints,
+        a ``DurableExecutor`` records and replays tool results, and the resume phase makes
+        ``run(task, resume_from="latest" | id)`` continue a saved run.
+        """
+        return attach_runs(runtime, self)
 
     def __repr__(self) -> str:
         return (f"CheckpointManager({str(self.checkpoint_dir)!r}, store={type(self.backend).__name__}, "

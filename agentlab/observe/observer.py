@@ -22,10 +22,10 @@ What the article's observer got wrong and this one does not:
 The records are in ``records.py`` (attribute names follow the OpenTelemetry GenAI semantic
 conventions), the exports in ``export.py``.
 
-With the runtime: ``AgentRuntime(..., observer=obs)`` records everything with no wiring by the
-user (``agentlab.observe.tracer``: run > turn > model call / tool call from the runtime's hook
-events, ``finish(stopped_reason)`` at the end; a used observer is replaced by ``obs.fresh()``
-for the next run). By hand, the same calls:
+With the runtime: ``AgentRuntime(..., observer=obs)`` calls ``obs.attach(runtime)``, which
+subscribes a ``RuntimeTracer`` (``agentlab.observe.tracer``) to the runtime's hook events: run >
+turn > model call / tool call, ``finish(stopped_reason)`` at the end; a used observer is
+replaced by ``obs.fresh()`` for the next run. By hand, the same calls:
 
 1. ``with obs.span("run", task=...):`` around the whole run, ``with obs.span("turn", turn=n):``
    around each turn (an exception inside marks the span ``error`` and propagates).
@@ -56,6 +56,7 @@ from .records import (ATTRIBUTE_ALIASES, LLMCallRecord, MetricPoint, RunReport, 
                       ToolCallRecord, duration_value, token_count)
 from .report import build_report, per_turn, tool_latencies, turn_count
 from .spans import SpanRecorder
+from .tracer import RuntimeTracer, attach as attach_tracer
 
 __all__ = [
     "Span", "MetricPoint", "LLMCallRecord", "ToolCallRecord", "RunReport", "AgentObserver",
@@ -120,6 +121,14 @@ class AgentObserver(SpanRecorder):
         self._t_end: float | None = None
         self._frozen_duration_ms: float | None = None
         self._warned: set[str] = set()
+
+    def attach(self, runtime: Any) -> RuntimeTracer:
+        """Trace ``runtime``'s runs into this observer (what ``AgentRuntime(observer=obs)`` does).
+
+        Subscribes a ``RuntimeTracer`` to the runtime's hook events (once per runtime) and sets
+        ``runtime.observer``; see ``agentlab.observe.tracer``.
+        """
+        return attach_tracer(runtime, self)
 
     def fresh(self, run_id: str) -> "AgentObserver":
         """A new, empty observer with this one's model and prices (one observer per run).
