@@ -457,3 +457,20 @@ def test_parallel_batches_run_on_the_wrapped_executors_workers(tmp_path, executo
                                                     for c in r.tool_calls_made)
     assert {threads for _, threads in seen} == {extra_threads}  # waiter threads only without on_result
 
+
+def test_extension_events_land_on_the_observer_of_their_own_run(tmp_path):
+    cm = CheckpointManager(tmp_path / "cp", auto_save_interval=1)
+    rt = AgentRuntime(steps_llm(1), counting_registry(Counter()), checkpoints=cm)
+    AgentObserver("x").attach(rt)  # after the checkpoints: their run_start hook fires first
+    saved = lambda obs: [e["attributes"]["saved_due_to"] for e in obs.events  # noqa: E731
+                         if e["name"] == "checkpoint_saved"]
+    rt.run(TASK)
+    first = rt.observer
+    rt.llm = steps_llm(1)
+    rt.run(TASK)
+    assert rt.observer is not first
+    assert saved(first) == saved(rt.observer) == ["start", "interval", "completed"]
+    in_spans = [e["attributes"]["saved_due_to"] for sp in rt.observer.spans for e in sp.events
+                if e["name"] == "checkpoint_saved"]  # run span: start, completed; turn: interval
+    assert sorted(in_spans) == ["completed", "interval", "start"]
+

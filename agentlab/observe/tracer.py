@@ -15,10 +15,11 @@ events into the observer's records; the loop does not know it is there:
     turn_end    -> the turn span closed; message compressions become events
     run_end     -> the run span closed (ok only for a finished run), ``finish(stopped_reason)``
     any other   -> an event of an extension (e.g. ``checkpoint_saved``, ``run_resumed`` from
-                   ``agentlab.checkpoints.durable``), recorded with ``record_event``. Attach the
-                   observer before other extensions (the runtime's constructor does) and their
-                   events of a run land inside its run span; events after ``run_end`` (the last
-                   checkpoint) are recorded on the run's observer outside any span.
+                   ``agentlab.checkpoints.durable``), recorded with ``record_event`` on the
+                   observer of the run it happened in. Attach the observer before other
+                   extensions (the runtime's constructor does) and their events land inside the
+                   run span; one that fires before the tracer saw ``run_start`` is recorded when
+                   the run span opens, one after ``run_end`` (the last checkpoint) outside it.
 
 Observers are per run. The runtime's ``observer`` is the observer of its current (or last)
 run: when a run starts with an observer that already recorded a run, the tracer replaces it
@@ -57,6 +58,8 @@ class RuntimeTracer:
     def __init__(self, runtime: Any) -> None:
         self.rt = runtime
         self.obs: Any = None
+        self._ctx: Any = None  # the RunContext of the run being traced
+        self._early: list[tuple[str, dict]] = []  # extension events of a run not started here yet
         self._reset()
         self._handlers = {"turn_start": self._turn_start, "turn_end": self._turn_end,
                           "run_end": self._run_end, "llm_start": self._llm_start,
@@ -74,18 +77,23 @@ class RuntimeTracer:
         kind = event.get("type")
         if kind == "run_start":
             self._run_start(event)
-        elif self.obs is None:
-            return
-        elif kind in self._handlers:
-            if self.run_span is not None:
-                self._handlers[kind](event)
-        elif kind not in HOOK_EVENTS:  # an extension's own event
-            self.obs.record_event(str(kind), **{k: v for k, v in event.items() if k != "type"})
+        elif kind not in HOOK_EVENTS:
+            self._extension_event(str(kind), {k: v for k, v in event.items() if k != "type"})
+        elif self.obs is not None and self.run_span is not None and kind in self._handlers:
+            self._handlers[kind](event)
+
+    def _extension_event(self, kind: str, attrs: dict) -> None:
+        if self._ctx is not None and self.rt.context is self._ctx:
+            if self.obs is not None:
+                self.obs.record_event(kind, **attrs)  # in the run span, or after run_end
+        else:  # the run has not reached this tracer's run_start yet
+            self._early.append((kind, attrs))
 
     # -- run and turns
     def _run_start(self, event: dict) -> None:
         obs = self.rt.observer
         self._reset()
+        self._ctx, early, self._early = self.rt.context, self._early, []
         if obs is None:
             self.obs = None
             return
@@ -100,6 +108,8 @@ class RuntimeTracer:
             "gen_ai.operation.name": "invoke_agent", "gen_ai.request.model": obs.model,
             "agentlab.run_id": run_id})
         self.compressions = len(getattr(self.rt.messages, "compressions", None) or [])
+        for kind, attrs in early:
+            obs.record_event(kind, **attrs)
 
     def _turn_start(self, event: dict) -> None:
         self._end_turn("ok")
