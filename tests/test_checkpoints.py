@@ -159,6 +159,15 @@ def test_a_refused_write_is_a_checkpoint_error_and_leaves_no_temp_file(tmp_path,
     assert not list((tmp_path / "cp").glob(".*.tmp")) and cm.load().id == first
 
 
+def test_misused_save_and_load_are_config_errors(tmp_path):
+    cm = CheckpointManager(tmp_path / "cp")
+    for bad in (lambda: cm.save("3", MSGS, {}, []), lambda: cm.save(-1, MSGS, {}, []),
+                lambda: cm.save(1, tuple(MSGS), {}, []), lambda: cm.load(42)):
+        with pytest.raises(ConfigError):
+            bad()
+    assert not (tmp_path / "cp").exists()  # nothing was written
+
+
 def test_naive_torn_write_raises_bare_json_error(tmp_path):
     naive = NaiveCheckpointManager(tmp_path / "naive")
     cid = naive.save(1, MSGS, {}, [])

@@ -248,6 +248,8 @@ def test_a_missing_token_count_is_zero_and_bad_arguments_are_config_errors():
         obs.record_tool_call("search", -1.0)
     with pytest.raises(ConfigError, match="status"):
         obs.end_span(obs.start_span("run"), "bogus")
+    with pytest.raises(ConfigError, match="queue_depth"):
+        obs.record_metric("queue_depth", "three")
     assert len(obs.llm_calls) == 1 and not obs.tool_calls  # nothing half-recorded
 
 

@@ -264,3 +264,11 @@ def test_tool_end_events_say_whether_a_result_was_replayed():
     rt.run("go")
     assert [e["replayed"] for e in ends] == [False]
 
+
+def test_hook_and_resume_phase_misuse_is_a_config_error():
+    rt, _ = runtime([sim.text("done")])
+    for bad in (lambda: rt.on("turn_start", None), lambda: rt.on("no_such_event", print),
+                lambda: rt.on_resume("not callable")):
+        with pytest.raises(ConfigError):
+            bad()
+

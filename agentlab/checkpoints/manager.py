@@ -138,8 +138,14 @@ class CheckpointManager:
         """Write a checkpoint at a safe point and return its id.
 
         Raises ``CheckpointError``: ``checkpoint_unsafe`` when an assistant ``tool_calls`` message
-        lacks results, ``not_serializable`` for non-data values (clients, locks, ...).
+        lacks results, ``not_serializable`` for non-data values (clients, locks, ...);
+        ``ConfigError`` for a turn that is not an integer >= 0 or messages that are not a list.
         """
+        if isinstance(turn, bool) or not isinstance(turn, int) or turn < 0:
+            raise ConfigError("invalid_argument", f"turn must be an integer >= 0, not {turn!r}")
+        if not isinstance(messages, list):
+            raise ConfigError("invalid_argument", "messages must be a list of message dicts, "
+                              f"not {type(messages).__name__}")
         bad = unsafe_index(messages)
         if bad is not None:
             i, ids = bad
@@ -213,6 +219,9 @@ class CheckpointManager:
         Returns ``None`` only when no id was given and the store is empty; an unknown id raises
         ``checkpoint_not_found``; a corrupt or unknown-version one raises naming its file.
         """
+        if checkpoint_id is not None and not isinstance(checkpoint_id, str):
+            raise ConfigError("invalid_argument", "checkpoint_id is a string (an id from "
+                              f"list_checkpoints(), or 'latest'), not {checkpoint_id!r}")
         if checkpoint_id == "latest":
             checkpoint_id = None
         return self.backend.read(checkpoint_id)

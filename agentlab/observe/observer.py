@@ -146,6 +146,8 @@ class AgentObserver(SpanRecorder):
     # -- metrics and events
     def record_metric(self, name: str, value: float, **labels: Any) -> None:
         """A free-form measurement, e.g. ``record_metric("queue_depth", 3, tool="search")``."""
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ConfigError("invalid_argument", f"metric {name!r} needs a number, not {value!r}")
         point = MetricPoint(name, float(value), {k: str(v) for k, v in labels.items()}, time.time())
         with self._lock:
             self.metrics.append(point)

@@ -30,6 +30,8 @@ class Hooks:
 
     def on(self, event: str, callback: Hook) -> Hook:
         """Call ``callback(event_dict)`` on ``event`` (a known kind, or ``"*"`` for all)."""
+        if not callable(callback):
+            raise ConfigError("invalid_hook", f"a hook must be callable, not {callback!r}")
         if event == "*":
             self._every.append(callback)
             for hooks in self._by_kind.values():

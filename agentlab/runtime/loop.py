@@ -114,6 +114,8 @@ class AgentRuntime(TurnSteps):
     def on_resume(self, restore: Resumer) -> Resumer:
         """Register the resume phase: ``run(task, resume_from=ref)`` calls ``restore(context, ref)``
         before the run starts (see ``agentlab.runtime.context``). One per runtime."""
+        if not callable(restore):
+            raise ConfigError("invalid_hook", f"the resume phase must be callable, not {restore!r}")
         if self._resume is not None:
             raise ConfigError("invalid_config", "this runtime already has a resume phase (one "
                               "extension that restores runs, e.g. one CheckpointManager)")
