@@ -137,6 +137,8 @@ class RunReport:
 def token_count(name: str, value: Any) -> int:
     """A token count for a record: ``None`` is 0 (the provider reported no usage), anything
     else must be a whole number >= 0 (else ``ConfigError`` naming ``name``)."""
+    if type(value) is int and value >= 0:  # the common case, checked first
+        return value
     if value is None:
         return 0
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
@@ -148,6 +150,8 @@ def token_count(name: str, value: Any) -> int:
 
 def duration_value(value: Any) -> float:
     """A duration in ms for a record: a finite number >= 0 (else ``ConfigError``)."""
+    if type(value) is float and 0.0 <= value < math.inf:  # the common case, checked first
+        return value
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
             or value < 0:
         raise ConfigError("invalid_argument", f"duration_ms must be a number of milliseconds "
