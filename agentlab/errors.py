@@ -62,6 +62,8 @@ CODES: dict[str, str] = {
     "tool_result_unrenderable": "a tool ran but its result could not be turned into text",
     "executor_saturated": "too many timed-out tool threads are still running in this process",
     "executor_error": "the executor failed before it could report a call (it may have run)",
+    "state_write_failed": "the file system refused a state write; the old value is kept",
+    "checkpoint_write_failed": "a checkpoint or tool result could not be written; the run goes on",
 }
 
 

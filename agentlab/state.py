@@ -3,10 +3,12 @@
 Three stores with one interface — ``save(key, value)``, ``load(key, default=None)``,
 ``clear(key=None)``, ``keys()``, ``key in store``:
 
-- ``StateStore(store_dir)``: one JSON file per key. A write goes to a temporary file in the
-  same directory, is flushed and fsynced, then ``os.replace``-d over the old file (atomic on
-  POSIX and Windows), and the directory is fsynced. A crash at any point leaves either the old
-  value or the new one, never half of each. The directory is created by the first write.
+- ``StateStore(store_dir)``: one JSON file per key, written with ``atomic_write`` (defined in
+  ``agentlab.atomic``, re-exported here): a temporary file in the same directory, flushed and
+  fsynced, then ``os.replace``-d over the old file (atomic on POSIX and Windows), and the
+  directory fsynced. A crash at any point leaves either the old value or the new one, never
+  half of each. The directory is created by the first write. Chapter 11's checkpoint files are
+  written by the same function.
 - ``SQLiteStateStore(path)``: stdlib ``sqlite3`` in WAL mode, one transaction per write,
   thread-safe (one connection behind a lock). The file is created by the first write.
 - ``MemoryStateStore()``: a dict, for tests and notebooks; same checks, same copies.
@@ -21,7 +23,9 @@ What every store refuses, with a ``StateError``:
   as lists (JSON has no tuples).
 
 A stored value that cannot be parsed any more raises ``StateError(code="state_corrupt")``
-naming the file. ``load`` always returns a fresh copy: mutating it never changes the store.
+naming the file; a write the file system refuses raises ``StateError(code="state_write_failed")``
+and leaves the old value. ``load`` always returns a fresh copy: mutating it never changes the
+store.
 """
 from __future__ import annotations
 
@@ -30,16 +34,16 @@ import math
 import os
 import re
 import sqlite3
-import tempfile
 import threading
 import time
 from pathlib import Path
 from typing import Any
 
+from .atomic import atomic_write, fsync_dir
 from .errors import StateError
 
 __all__ = ["StateStore", "SQLiteStateStore", "MemoryStateStore", "BaseStateStore",
-           "validate_key", "to_json", "MAX_KEY_LENGTH"]
+           "validate_key", "to_json", "atomic_write", "fsync_dir", "MAX_KEY_LENGTH"]
 
 MAX_KEY_LENGTH = 200
 _FORBIDDEN = re.compile(r'[/\\:\x00-\x1f\x7f]')
@@ -180,34 +184,12 @@ class StateStore(BaseStateStore):
         return f"file {key}.json in the store directory"
 
     def _write(self, key: str, text: str) -> None:
-        self.dir.mkdir(parents=True, exist_ok=True)
-        # 1. write a temporary file next to the target (same file system, so replace is atomic);
-        #    dot-prefixed, so keys() never lists it and no key can name it.
-        fd, tmp = tempfile.mkstemp(dir=self.dir, prefix=f".{key}.", suffix=".tmp")
         try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(text.encode("utf-8"))
-                f.flush()
-                os.fsync(f.fileno())  # 2. the bytes are on disk before the rename
-            os.replace(tmp, self.path_for(key))  # 3. atomic swap: old or new, never half
-        except BaseException:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-            raise
-        self._fsync_dir()  # 4. make the rename itself durable
-
-    def _fsync_dir(self) -> None:
-        if os.name != "posix":
-            return  # directories cannot be opened for fsync on Windows
-        fd = os.open(self.dir, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        except OSError:
-            pass
-        finally:
-            os.close(fd)
+            self.dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StateError("state_write_failed", f"cannot create the store directory "
+                             f"{self.dir}: {exc}", details={"key": key}) from exc
+        atomic_write(self.path_for(key), text.encode("utf-8"), StateError, "state_write_failed")
 
     def _read(self, key: str) -> str | None:
         try:

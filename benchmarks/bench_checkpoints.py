@@ -23,10 +23,13 @@ import time
 from pathlib import Path
 
 
+from agentlab import sim
 from agentlab.checkpoints import CheckpointManager
 from agentlab.naive.checkpoints import NaiveCheckpointManager
 from agentlab.naive.observe import NaiveObserver
 from agentlab.observe import AgentObserver
+from agentlab.runtime import AgentRuntime, RuntimeConfig
+from agentlab.tools import ToolRegistry
 
 WORDS = ("agent runtime checkpoint token latency tool search result page model answer "
          "state resume crash durable atomic replay revision idempotent").split()
@@ -138,10 +141,6 @@ def bench_observer(turns: int = 2000) -> dict[str, float]:
 
 def bench_runtime_turns(folder: Path, turns: int = 20, repeat: int = 5) -> dict[str, float]:
     """ms per turn of ``AgentRuntime.run`` with and without an observer / checkpoints."""
-    from agentlab import sim
-    from agentlab.runtime import AgentRuntime, RuntimeConfig
-    from agentlab.tools import ToolRegistry
-
     reg = ToolRegistry()
 
     @reg.tool()

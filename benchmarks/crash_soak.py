@@ -113,7 +113,7 @@ def _arm(cm: CheckpointManager, kill: tuple[str, int] | None) -> None:
     elif kind == "after-save":
         die_after(cm, "save")
     elif isinstance(cm.backend, JSONBackend):
-        write = cm.backend._atomic_write
+        write = cm.backend.write_file
 
         def torn_write(path, data):
             count["s"] += 1
@@ -122,7 +122,7 @@ def _arm(cm: CheckpointManager, kill: tuple[str, int] | None) -> None:
                 tmp.write_bytes(data[: len(data) // 2])
                 _die()
             return write(path, data)
-        cm.backend._atomic_write = torn_write  # type: ignore[method-assign]
+        cm.backend.write_file = torn_write  # type: ignore[method-assign]
     else:
         assert isinstance(cm.backend, SQLiteBackend)
         write = cm.backend.write

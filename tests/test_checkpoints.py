@@ -124,7 +124,7 @@ def test_a_crash_mid_write_leaves_the_previous_checkpoint_readable(tmp_path):
     out = run_py("""
         import builtins, os
         import agentlab.checkpoints
-        import agentlab.checkpoints.store as mod  # where the files are written
+        import agentlab.atomic as mod  # where the files are written (atomic_write)
 
         class DiesMidWrite:  # writes half of the data to the real file, then the process dies
             def __init__(self, fh): self.fh = fh
@@ -142,6 +142,30 @@ def test_a_crash_mid_write_leaves_the_previous_checkpoint_readable(tmp_path):
     assert cm.load().id == first and cm.load().state == {"ok": True}  # ...and ignored
     cm.save(3, MSGS, {}, [])
     assert not list((tmp_path / "cp").glob(".*.tmp"))  # cleaned by the next save
+
+
+def test_a_refused_write_is_a_checkpoint_error_and_leaves_no_temp_file(tmp_path, monkeypatch):
+    cm = CheckpointManager(tmp_path / "cp", run_id="r1")
+    first = cm.save(1, MSGS, {"ok": True}, [])
+
+    def refuse(src, dst):
+        raise OSError(28, "No space left on device")
+    monkeypatch.setattr(os, "replace", refuse)  # the shared atomic_write (agentlab.atomic)
+    with pytest.raises(CheckpointError) as info:
+        cm.save(2, MSGS, {}, [])
+    monkeypatch.undo()
+    assert info.value.code == "checkpoint_write_failed" and "No space left" in info.value.message
+    assert isinstance(info.value.__cause__, OSError)
+    assert not list((tmp_path / "cp").glob(".*.tmp")) and cm.load().id == first
+
+
+def test_misused_save_and_load_are_config_errors(tmp_path):
+    cm = CheckpointManager(tmp_path / "cp")
+    for bad in (lambda: cm.save("3", MSGS, {}, []), lambda: cm.save(-1, MSGS, {}, []),
+                lambda: cm.save(1, tuple(MSGS), {}, []), lambda: cm.load(42)):
+        with pytest.raises(ConfigError):
+            bad()
+    assert not (tmp_path / "cp").exists()  # nothing was written
 
 
 def test_naive_torn_write_raises_bare_json_error(tmp_path):

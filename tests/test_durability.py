@@ -6,13 +6,16 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
 from collections import Counter
 from pathlib import Path
 
 import pytest
 
 from agentlab import sim
-from agentlab.checkpoints import CheckpointManager, idempotency_key, is_safe_point
+from agentlab.checkpoints import (CheckpointManager, DurableExecutor, durable, idempotency_key,
+                                  is_safe_point)
+from agentlab.executor import ToolExecutor
 from agentlab.errors import CheckpointError, ConfigError
 from agentlab.llm import LLMClient
 from agentlab.observe import AgentObserver
@@ -386,3 +389,88 @@ def test_the_client_api_key_never_reaches_disk(tmp_path):
     assert r.ok
     disk = b"".join(p.read_bytes() for p in (tmp_path / "cp").rglob("*") if p.is_file())
     assert key.encode() not in disk and b"[REDACTED]" in disk
+
+
+# ------------------------------------------------------------------ attached from outside (issue #10)
+def test_checkpoints_attach_to_a_plain_runtime_from_outside(tmp_path):
+    ran = Counter()
+    rt = AgentRuntime(steps_llm(2), counting_registry(ran))
+    inner = rt.executor
+    cm = CheckpointManager(tmp_path / "cp", auto_save_interval=1)
+    durable.attach(rt, cm)
+    assert isinstance(rt.executor, DurableExecutor) and rt.executor.inner is inner
+    assert rt.checkpoints is cm and rt.executor.max_workers == inner.max_workers
+    r = rt.run(TASK)
+    assert r.ok and ran == Counter([1, 2])
+    assert [c["saved_due_to"] for c in cm.list_checkpoints()] == [
+        "start", "interval", "interval", "completed"]
+    with pytest.raises(ConfigError):
+        cm.attach(rt)  # once per runtime
+
+
+def test_replayed_results_are_flagged_on_the_tool_end_event(tmp_path):
+    cm = CheckpointManager(tmp_path / "cp", auto_save_interval=100)
+    AgentRuntime(steps_llm(), counting_registry(Counter()), config=RuntimeConfig(max_turns=3),
+                 checkpoints=cm).run(TASK)
+    rt = AgentRuntime(steps_llm(), counting_registry(Counter()), checkpoints=cm)
+    ends = []
+    rt.on("tool_end", lambda ev: ends.append((ev["name"], ev["replayed"])))
+    assert rt.run(TASK, resume_from=cm.list_checkpoints()[0]["id"]).ok
+    assert ends == [("step", True)] * 3 + [("step", False)] * 3
+
+
+class ReportsEachResult(ToolExecutor):
+    """An executor that calls ``on_result`` as each call completes (what the durable executor
+    uses when the executor offers it)."""
+
+    def execute_parallel(self, tool_calls, timeout=None, *, idempotency_prefix=None,
+                         on_result=None):
+        results = super().execute_parallel(tool_calls, timeout,
+                                           idempotency_prefix=idempotency_prefix)
+        for r in results:
+            on_result(r)
+        return results
+
+
+@pytest.mark.parametrize("executor, extra_threads", [(ReportsEachResult, False),
+                                                     (ToolExecutor, True)])
+def test_parallel_batches_run_on_the_wrapped_executors_workers(tmp_path, executor, extra_threads):
+    seen = []
+    reg = ToolRegistry()
+
+    @reg.tool(side_effects=True)
+    def step(n: int, idempotency_key: str = "") -> str:
+        """Run step n.
+
+        Args:
+            n: which step.
+        """
+        seen.append((idempotency_key, any(t.name.startswith("agentlab-durable")
+                                          for t in threading.enumerate())))
+        return f"step {n} done"
+    llm = sim.Simulator(sim.Script([[sim.call("step", {"n": i}) for i in (1, 2, 3)],
+                                    sim.text("done")])).llm()
+    cm = CheckpointManager(tmp_path / "cp")
+    r = AgentRuntime(llm, reg, executor=executor(reg), checkpoints=cm).run("three at once")
+    assert r.ok and len(cm.completed_tool_calls(r.run_id)) == 3
+    assert sorted(key for key, _ in seen) == sorted(idempotency_key(r.run_id, c["id"])
+                                                    for c in r.tool_calls_made)
+    assert {threads for _, threads in seen} == {extra_threads}  # waiter threads only without on_result
+
+
+def test_extension_events_land_on_the_observer_of_their_own_run(tmp_path):
+    cm = CheckpointManager(tmp_path / "cp", auto_save_interval=1)
+    rt = AgentRuntime(steps_llm(1), counting_registry(Counter()), checkpoints=cm)
+    AgentObserver("x").attach(rt)  # after the checkpoints: their run_start hook fires first
+    saved = lambda obs: [e["attributes"]["saved_due_to"] for e in obs.events  # noqa: E731
+                         if e["name"] == "checkpoint_saved"]
+    rt.run(TASK)
+    first = rt.observer
+    rt.llm = steps_llm(1)
+    rt.run(TASK)
+    assert rt.observer is not first
+    assert saved(first) == saved(rt.observer) == ["start", "interval", "completed"]
+    in_spans = [e["attributes"]["saved_due_to"] for sp in rt.observer.spans for e in sp.events
+                if e["name"] == "checkpoint_saved"]  # run span: start, completed; turn: interval
+    assert sorted(in_spans) == ["completed", "interval", "start"]
+

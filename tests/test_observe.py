@@ -12,9 +12,12 @@ import warnings
 import numpy as np
 import pytest
 
+from agentlab import sim
 from agentlab.errors import ConfigError, ToolError
 from agentlab.naive.observe import NaiveObserver
 from agentlab.observe import PRICING_PATH, AgentObserver, PricingWarning, percentile
+from agentlab.runtime import AgentRuntime
+from agentlab.tools import ToolRegistry
 
 PRICES = json.loads(PRICING_PATH.read_text())["models"]
 
@@ -229,3 +232,36 @@ def test_fresh_gives_an_empty_observer_with_the_same_prices():
     new = obs.fresh("b")
     assert (new.run_id, new.model, new.pricing, new.used) == ("b", "gpt-4o-mini", obs.pricing, False)
     assert new.trace_id != obs.trace_id and new.trace_id == obs.fresh("c").trace_id  # seeded
+
+
+# ------------------------------------------------------------------ misuse and attach (issue #10)
+def test_a_missing_token_count_is_zero_and_bad_arguments_are_config_errors():
+    obs = AgentObserver("r")
+    obs.record_llm_call(prompt_tokens=None, completion_tokens=None, duration_ms=3.0)  # no usage
+    assert (obs.llm_calls[0].prompt_tokens, obs.llm_calls[0].completion_tokens) == (0, 0)
+    assert obs.generate_report().cost_usd == 0.0
+    for bad in (dict(prompt_tokens=-1), dict(completion_tokens="12"), dict(prompt_tokens=1.5),
+                dict(duration_ms=None), dict(duration_ms=-2.0)):
+        with pytest.raises(ConfigError, match=next(iter(bad))):
+            obs.record_llm_call(**bad)
+    with pytest.raises(ConfigError, match="duration_ms"):
+        obs.record_tool_call("search", -1.0)
+    with pytest.raises(ConfigError, match="status"):
+        obs.end_span(obs.start_span("run"), "bogus")
+    with pytest.raises(ConfigError, match="queue_depth"):
+        obs.record_metric("queue_depth", "three")
+    assert len(obs.llm_calls) == 1 and not obs.tool_calls  # nothing half-recorded
+
+
+def test_an_observer_attaches_to_a_runtime_from_outside():
+    reg = ToolRegistry()
+    reg.register(lambda key: f"v{key}", name="lookup", description="Look up.")
+    rt = AgentRuntime(sim.Simulator(sim.Script([sim.call("lookup", {"key": "a"}),
+                                                sim.text("done")])).llm(), reg)
+    obs = AgentObserver("x", seed=1)
+    obs.attach(rt)
+    obs.attach(rt)  # one tracer per runtime: nothing is recorded twice
+    r = rt.run("go")
+    assert rt.observer is obs and obs.run_id == r.run_id and obs.final_status == "completed"
+    assert [s.kind for s in obs.spans] == ["run", "turn", "llm", "tool", "turn", "llm"]
+

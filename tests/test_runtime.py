@@ -5,10 +5,14 @@ import itertools
 import threading
 import time
 
+import pytest
+
 from agentlab import sim
+from agentlab.errors import CheckpointError, ConfigError
+from agentlab.executor import ToolExecutor
 from agentlab.runtime.loop_guard import LoopDetector
 from agentlab.messages import MessageManager
-from agentlab.runtime import AgentRuntime, RunState, RuntimeConfig
+from agentlab.runtime import AgentRuntime, RunContext, RunState, RuntimeConfig
 from agentlab.tools import ToolRegistry
 
 
@@ -157,3 +161,114 @@ def test_constructing_a_runtime_creates_no_files(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     AgentRuntime(sim.Simulator().llm(), registry())
     assert list(tmp_path.iterdir()) == []
+
+
+# ------------------------------------------------------------------ the seam (issue #10)
+def test_loop_detector_misuse_is_a_config_error():
+    with pytest.raises(ConfigError, match="window >= 2"):
+        LoopDetector(window=1)
+    with pytest.raises(ValueError):  # still a ValueError for old callers
+        LoopDetector(threshold=0)
+
+
+def test_hooks_read_the_public_run_context():
+    rt, _ = runtime([sim.call("lookup", {"key": "a"}), sim.text("done")])
+    seen = []
+    rt.on("turn_start", lambda ev: seen.append((rt.context.run_id, rt.context.turns)))
+    r = rt.run("go")
+    assert isinstance(rt.context, RunContext) and rt.context.run_id == r.run_id
+    assert seen == [(r.run_id, 1), (r.run_id, 2)]
+    assert rt.context.tool_calls_made is r.tool_calls_made and rt.context.task == "go"
+
+
+def test_star_and_named_hooks_run_in_the_order_they_were_added():
+    rt, _ = runtime([sim.call("lookup", {"key": "a"}), sim.text("done")])
+    order = []
+    rt.on("tool_end", lambda ev: order.append("named, added first"))
+    rt.on("*", lambda ev: ev["type"] == "tool_end" and order.append("star, added second"))
+    rt.on("tool_end", lambda ev: order.append("named, added third"))
+    rt.run("go")
+    assert order == ["named, added first", "star, added second", "named, added third"]
+
+
+def test_extension_events_are_declared_then_emitted_to_their_hooks_and_star():
+    rt, _ = runtime([sim.text("done")])
+    got, every = [], []
+    rt.on("*", lambda ev: every.append(ev["type"]))
+    with pytest.raises(ConfigError):
+        rt.on("saved", got.append)
+    rt.declare_events("saved")
+    rt.on("saved", got.append)
+    rt.emit("saved", n=1)
+    assert got == [{"type": "saved", "n": 1}] and every == ["saved"]
+    for bad in (lambda: rt.emit("turn_start"), lambda: rt.emit("never_declared"),
+                lambda: rt.declare_events("not an identifier")):
+        with pytest.raises(ConfigError):
+            bad()
+
+
+def test_the_resume_phase_restores_context_and_messages_with_no_checkpoint_code():
+    first, _ = runtime([sim.call("lookup", {"key": "a"}), sim.text("done")],
+                       RuntimeConfig(max_turns=1))
+    saved = first.run("look a up")
+    history = first.messages.get_messages()[1:]  # the task, the call and its result
+    rt, _ = runtime([sim.call("lookup", {"key": "a"}), sim.text("done")])
+    starts = []
+    rt.on("run_start", starts.append)
+
+    @rt.on_resume
+    def restore(ctx: RunContext, ref: str) -> None:
+        ctx.restore(run_id=saved.run_id, turns=saved.turns, usage=saved.usage, elapsed_s=2.0,
+                    tool_calls_made=saved.tool_calls_made, resumed_from=ref)
+        rt.messages.restore(history)
+    r = rt.run("look a up", resume_from="memo")
+    assert (r.state, r.run_id, r.turns) == (RunState.FINISHED, saved.run_id, 2)
+    assert r.total_tokens > saved.total_tokens and r.duration_ms >= 2000  # budget continued
+    assert [m["role"] for m in rt.messages.get_messages()].count("user") == 1  # not re-appended
+    assert (starts[0]["resumed_from"], starts[0]["turn"]) == ("memo", 1)
+    with pytest.raises(ConfigError):
+        rt.on_resume(restore)  # one resume phase per runtime
+
+
+def test_a_refused_resume_raises_and_does_not_start_the_run():
+    rt, s = runtime([sim.text("done")])
+    with pytest.raises(ConfigError, match="resume_from needs"):
+        rt.run("go", resume_from="latest")  # nothing attached can resume
+
+    @rt.on_resume
+    def refuse(ctx, ref):
+        raise CheckpointError("checkpoint_not_found", f"no {ref}")
+    with pytest.raises(CheckpointError):
+        rt.run("go", resume_from="x")
+    assert rt.run_state is RunState.IDLE and s.requests == [] and rt.context is None
+    assert rt.run("go").ok  # the runtime was released
+
+
+def test_tool_calls_made_records_the_timeout_the_executor_enforced():
+    class ReportsLimits(ToolExecutor):  # stands in for an executor whose results carry timeout_s
+        def execute(self, calls, timeout=None, **kw):
+            results = super().execute(calls, timeout=timeout, **kw)
+            for r in results:
+                r.timeout_s = 7.5
+            return results
+    reg = registry()
+    s = sim.Simulator(sim.Script([sim.call("lookup", {"key": "a"}), sim.text("done")]))
+    r = AgentRuntime(s.llm(), reg, executor=ReportsLimits(reg)).run("go")
+    assert r.tool_calls_made[0]["timeout_s"] == 7.5 and r.tool_calls_made[0]["success"]
+
+
+def test_tool_end_events_say_whether_a_result_was_replayed():
+    rt, _ = runtime([sim.call("lookup", {"key": "a"}), sim.text("done")])
+    ends = []
+    rt.on("tool_end", ends.append)
+    rt.run("go")
+    assert [e["replayed"] for e in ends] == [False]
+
+
+def test_hook_and_resume_phase_misuse_is_a_config_error():
+    rt, _ = runtime([sim.text("done")])
+    for bad in (lambda: rt.on("turn_start", None), lambda: rt.on("no_such_event", print),
+                lambda: rt.on_resume("not callable")):
+        with pytest.raises(ConfigError):
+            bad()
+

@@ -118,11 +118,20 @@ def test_failed_write_keeps_old_value_and_leaves_no_temp_file(tmp_path, monkeypa
     def crash(src, dst):
         raise OSError("simulated crash before the rename")
     monkeypatch.setattr(os, "replace", crash)
-    with pytest.raises(OSError):
+    with pytest.raises(StateError) as info:  # an AgentError naming the file; the OSError is its cause
         store.save("k", {"v": "new"})
     monkeypatch.undo()
+    assert info.value.code == "state_write_failed" and "k.json" in info.value.message
+    assert isinstance(info.value.__cause__, OSError)
     assert store.load("k") == {"v": "old"}
     assert sorted(p.name for p in tmp_path.iterdir()) == ["k.json"]
+
+
+def test_one_atomic_write_for_state_and_checkpoints():
+    import agentlab.atomic
+    import agentlab.checkpoints.json_backend as checkpoint_files
+    import agentlab.state
+    assert agentlab.state.atomic_write is agentlab.atomic.atomic_write is checkpoint_files.atomic_write
 
 
 CRASH = """

@@ -3,16 +3,22 @@
 Taught in ``notebooks/11_checkpoints.ipynb``:
 
 - ``manager.py``: ``CheckpointManager`` (save, load the newest, retention, the tool-result log);
-- ``store.py``: the on-disk document and the JSON-file and SQLite backends;
-- ``durable.py``: how a runtime's run is made durable (resume, checkpoints at safe points,
-  tool results recorded as they complete and never run twice).
+- ``durable.py``: how a runtime's runs are made durable, attached from outside (the resume
+  phase, checkpoints at safe points, tool results recorded as they complete, never run twice);
+- ``document.py``: the ``Checkpoint`` record, its ids, format version and on-disk text;
+- ``store.py``: what a backend offers; ``json_backend.py`` and ``sqlite_backend.py``;
+- ``safe_point.py``: when a history can be saved; ``redact.py``: what never reaches disk.
 """
-from .manager import (REDACTED, CheckpointManager, idempotency_key, is_safe_point, new_run_id,
-                      pending_tool_calls, scrub_secrets, unsafe_index)
-from .store import FORMAT_VERSION, Checkpoint, CheckpointBackend, JSONBackend, SQLiteBackend
+from .document import FORMAT_VERSION, Checkpoint
+from .durable import DurableExecutor, DurableRuns, ReplayedResult, attach, idempotency_key
+from .manager import CheckpointManager, new_run_id
+from .redact import REDACTED, scrub_secrets
+from .safe_point import is_safe_point, pending_tool_calls, unsafe_index
+from .store import CheckpointBackend, JSONBackend, SQLiteBackend
 
 __all__ = [
     "FORMAT_VERSION", "REDACTED", "Checkpoint", "CheckpointManager", "CheckpointBackend",
     "JSONBackend", "SQLiteBackend", "is_safe_point", "unsafe_index", "pending_tool_calls",
-    "idempotency_key", "scrub_secrets", "new_run_id",
+    "idempotency_key", "scrub_secrets", "new_run_id", "attach", "DurableRuns",
+    "DurableExecutor", "ReplayedResult",
 ]

@@ -1,34 +1,35 @@
-"""Durable runs: how ``AgentRuntime`` uses a ``CheckpointManager`` (chapter 11).
+"""Durable runs: a ``CheckpointManager`` attached to an ``AgentRuntime`` from outside (chapter 11).
 
-Taught in ``notebooks/11_checkpoints.ipynb``. With ``AgentRuntime(..., checkpoints=cm)`` the
-runtime calls these functions at fixed points of its loop (the runtime owns the loop; this
-module owns what is saved, restored and replayed):
+Taught in ``notebooks/11_checkpoints.ipynb``. ``attach(runtime, cm)`` (what
+``AgentRuntime(..., checkpoints=cm)`` and ``cm.attach(runtime)`` do) plugs into the runtime's
+public seam (``agentlab.runtime.context``) and nowhere else; the loop does not know it is there:
 
-1. ``prepare_resume(rt, resume_from, task)`` before anything runs: loads the checkpoint to
-   resume (``"latest"`` or an id) and checks it fits (not a finished run, same task, the tools
-   it used still registered). Raises ``CheckpointError``: nothing has run yet.
-2. ``begin_run(rt, run, task, checkpoint)`` as the run starts. A new run appends the task and
-   saves revision 1 at turn 0 (``saved_due_to="start"``): a run is resumable from its first
-   moment. A resumed run gets back its messages, state-store values, tool-call log, turn
-   counter, token usage and the time it had used, and keeps its ``run_id``; its next
-   checkpoint is the next revision. The model client's API key is registered with
-   ``cm.add_secret`` so it is masked wherever it would be written.
-3. ``execute_tools(rt, run, calls, parallel, timeout)`` instead of the bare executor. A call
-   whose result is in the durable log is not run again (the recorded result is reused). Every
-   other call runs through the executor with the idempotency prefix ``"<run_id>:"`` (a tool
-   registered with ``side_effects=True`` and an ``idempotency_key`` parameter gets
+1. **The resume phase** (``runtime.on_resume``): ``run(task, resume_from="latest" | id)`` loads
+   the checkpoint and checks it fits (not a finished run, the same task, the tools it used
+   still registered), else raises ``CheckpointError`` before anything runs. Then it gives the
+   run back its ``run_id``, messages, state-store values, tool-call log, turn counter, token
+   usage and the time it had used (``RunContext.restore``); its next checkpoint is the next
+   revision.
+2. **Hooks.** ``run_start``: the model client's API key is registered with ``cm.add_secret``
+   (masked wherever it would be written); a new run saves revision 1 at turn 0
+   (``saved_due_to="start"``), so a run is resumable from its first moment. ``turn_end`` at a
+   safe point: a checkpoint every ``auto_save_interval`` turns. ``run_end``: a last
+   checkpoint, ``"completed"`` for a finished run (resuming it is refused), else the terminal
+   state (``"error"``, ``"exhausted"``, ``"cancelled"``), resumable, e.g. with a larger
+   ``max_turns``. An unfinished tool batch at the end of the history is cut off (kept in
+   ``metadata["unsafe_tail"]``).
+3. **A wrapped executor** (``DurableExecutor`` around ``runtime.executor``). A call whose
+   result is in the durable log is not run again: the recorded result comes back as a
+   ``ReplayedResult`` (``replayed=True``, which the runtime puts on the ``tool_end`` event).
+   Every other call runs on the wrapped executor, with the idempotency prefix ``"<run_id>:"``
+   (a tool registered with ``side_effects=True`` and an ``idempotency_key`` parameter gets
    ``idempotency_key(run_id, call.id)``), and its result is recorded durably the moment it
    completes, before the next step: a process killed later never runs it again.
-4. ``checkpoint_turn(rt, run)`` at each safe point (a turn's results all appended): a
-   checkpoint every ``auto_save_interval`` turns.
-5. ``end_run(rt, run, state, reason)`` when the run ended: a last checkpoint, ``"completed"``
-   for a finished run (resuming it is refused), else the terminal state (``"error"``,
-   ``"exhausted"``, ``"cancelled"``), resumable, e.g. with a larger ``max_turns``. An unfinished
-   tool batch at the end of the history is cut off (kept in ``metadata["unsafe_tail"]``).
 
-2-5 never raise: a write that fails is recorded in ``result.errors`` (code
-``checkpoint_write_failed``) and the run goes on. With an observer, saves and replays are
-recorded as events (``checkpoint_saved``, ``run_resumed``, ``tool_replayed``).
+Hooks and the executor never raise: a write that fails is recorded in ``result.errors`` (code
+``checkpoint_write_failed``) and the run goes on. Saves and resumes are announced as extension
+events (``runtime.emit``): ``checkpoint_saved`` (turn, saved_due_to) and ``run_resumed``
+(checkpoint_revision, turn, saved_due_to); an attached observer records them.
 
 Matching a re-asked call to the log: by ``tool_call_id`` first (the simulator's ids are digests
 of the request, so the same history gives the same ids). A model that issues new ids is matched
@@ -43,153 +44,258 @@ import logging
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Iterable
 
-from .manager import Checkpoint, unsafe_index
-from ..errors import AgentError, CheckpointError
+from ..errors import AgentError, CheckpointError, ConfigError
+from ..executor import ToolResult
+from ..runtime.context import LAST_RUN_KEY, RunContext
+from .safe_point import unsafe_index
 
-__all__ = ["DurableRun", "prepare_resume", "begin_run", "execute_tools", "checkpoint_turn",
-           "end_run", "NOT_RUN_CODES"]
+__all__ = ["attach", "DurableRuns", "DurableExecutor", "ReplayedResult", "idempotency_key",
+           "NOT_RUN_CODES", "EVENTS"]
 
 logger = logging.getLogger(__name__)
 
 #: Error codes of calls that never started (deadline, cancel, saturation): not recorded, so a
 #: resumed run may still run them.
 NOT_RUN_CODES = frozenset({"deadline_exceeded", "not_executed", "executor_saturated"})
-_STATE_SKIP = ("last_run",)  # the runtime's own key: the previous run's result
+#: The extension events a durable runtime emits.
+EVENTS = ("checkpoint_saved", "run_resumed")
 
 
-@dataclass
-class DurableRun:
-    """What the runtime remembers about the durable side of its current run (``rt._durable``)."""
-
-    run_id: str
-    task: str
-    resumed_from: str | None = None
-    started: bool = False
-    replayed: set[str] = field(default_factory=set)   # call ids answered from the log
-    claimed: set[str] = field(default_factory=set)    # logged ids already answered in history
-    lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+def idempotency_key(run_id: str, tool_call_id: str) -> str:
+    """The key a side-effecting tool gets: the same for a call and for its replay after a resume."""
+    return f"{run_id}:{tool_call_id}"
 
 
-# ---------------------------------------------------------------- start and resume
-def prepare_resume(rt: Any, resume_from: str | None, task: str) -> Checkpoint | None:
-    """The checkpoint to resume (``None`` for a new run); refuses one that does not fit."""
-    if resume_from is None:
-        return None
-    cm = rt.checkpoints
-    cp = cm.load(resume_from)
-    if cp is None:
-        raise CheckpointError("checkpoint_not_found", f"nothing to resume: {cm.checkpoint_dir} "
-                              "holds no checkpoint; call run() without resume_from to start")
-    meta = cp.metadata
-    where = f"checkpoint {cp.id} (run {cp.run_id}, revision {cp.revision})"
-    if meta.get("saved_due_to") == "completed":
-        raise CheckpointError("run_finished", f"{where} is of a run that finished; its answer "
-                              "is in the checkpoint's messages. Start a new run instead",
-                              details={"id": cp.id, "run_id": cp.run_id})
-    saved_task = meta.get("task")
-    if task and saved_task is not None and task != saved_task:
-        raise CheckpointError("checkpoint_incompatible", f"{where} was saved for the task "
-                              f"{saved_task[:80]!r}, not {task[:80]!r}; pass the same task (or "
-                              "an empty one) to resume it", details={"id": cp.id})
-    missing = sorted(set(meta.get("tools", [])) - set(rt.registry.list_tools()))
-    if missing:
-        raise CheckpointError("checkpoint_incompatible", f"{where} used tools that are not "
-                              f"registered now: {', '.join(missing)}; register them to resume",
-                              details={"id": cp.id, "missing_tools": missing})
-    model = getattr(rt.llm, "model", None)
-    if meta.get("model") not in (None, model):
-        logger.warning("resuming %s with model %s (it was saved with %s)", where, model,
-                       meta.get("model"))
-    return cp
+class ReplayedResult(ToolResult):
+    """A tool result answered from the durable log: the call did not run in this process."""
+
+    replayed = True
 
 
-def begin_run(rt: Any, run: Any, task: str, cp: Checkpoint | None) -> None:
-    """Start the durable side of ``run``: restore ``cp``, or append the task and save revision 1.
+def attach(runtime: Any, checkpoints: Any) -> "DurableRuns":
+    """Make ``runtime``'s runs durable with ``checkpoints`` (a ``CheckpointManager``)."""
+    if isinstance(runtime.executor, DurableExecutor):
+        raise ConfigError("invalid_config", "this runtime already has checkpoints attached")
+    return DurableRuns(runtime, checkpoints)
 
-    ``run`` is the runtime's ``_Run``; this sets its ``run_id``, ``turns``, ``usage``,
-    ``tool_calls_made``, and moves ``t0``/``deadline`` back by the time already used.
+
+class DurableRuns:
+    """The durable side of one runtime: its resume phase, its hooks, and its executor."""
+
+    def __init__(self, runtime: Any, checkpoints: Any) -> None:
+        self.runtime, self.checkpoints = runtime, checkpoints
+        self.claimed: set[str] = set()  # logged call ids already answered in the history
+        self.lock = threading.Lock()
+        self._run_id: str | None = None  # the run whose start this extension saw
+        self._resumed: Any = None        # the checkpoint the current run resumed from
+        runtime.on_resume(self.resume)
+        runtime.declare_events(*EVENTS)
+        runtime.on("run_start", self._run_start)
+        runtime.on("turn_end", self._turn_end)
+        runtime.on("run_end", self._run_end)
+        runtime.executor = DurableExecutor(runtime.executor, self)
+        runtime.checkpoints = checkpoints
+
+    # -- 1. the resume phase
+    def resume(self, ctx: RunContext, ref: str) -> None:
+        """Continue the run saved in checkpoint ``ref``; refuses one that does not fit."""
+        rt, cm = self.runtime, self.checkpoints
+        cp = cm.load(ref)
+        if cp is None:
+            raise CheckpointError("checkpoint_not_found", f"nothing to resume: {cm.checkpoint_dir} "
+                                  "holds no checkpoint; call run() without resume_from to start")
+        meta = cp.metadata
+        where = f"checkpoint {cp.id} (run {cp.run_id}, revision {cp.revision})"
+        if meta.get("saved_due_to") == "completed":
+            raise CheckpointError("run_finished", f"{where} is of a run that finished; its answer "
+                                  "is in the checkpoint's messages. Start a new run instead",
+                                  details={"id": cp.id, "run_id": cp.run_id})
+        saved_task = meta.get("task")
+        if ctx.task and saved_task is not None and ctx.task != saved_task:
+            raise CheckpointError("checkpoint_incompatible", f"{where} was saved for the task "
+                                  f"{saved_task[:80]!r}, not {ctx.task[:80]!r}; pass the same task "
+                                  "(or an empty one) to resume it", details={"id": cp.id})
+        missing = sorted(set(meta.get("tools", [])) - set(rt.registry.list_tools()))
+        if missing:
+            raise CheckpointError("checkpoint_incompatible", f"{where} used tools that are not "
+                                  f"registered now: {', '.join(missing)}; register them to resume",
+                                  details={"id": cp.id, "missing_tools": missing})
+        model = getattr(rt.llm, "model", None)
+        if meta.get("model") not in (None, model):
+            logger.warning("resuming %s with model %s (it was saved with %s)", where, model,
+                           meta.get("model"))
+        cm.bind(cp)
+        ctx.restore(run_id=cp.run_id, turns=cp.turn, usage=meta.get("usage") or {},
+                    elapsed_s=float(meta.get("elapsed_s") or 0.0),
+                    tool_calls_made=cp.tool_calls_made, resumed_from=cp.id,
+                    task=meta.get("task", ctx.task))
+        rt.messages.restore(cp.messages)
+        if rt.state is not None:
+            for key, value in cp.state.items():
+                rt.state.save(key, value)
+        self.claimed = {m.get("tool_call_id") for m in cp.messages if m.get("role") == "tool"}
+        self._resumed = cp
+
+    # -- 2. hooks
+    def _run_start(self, event: dict) -> None:
+        ctx, cm = self.runtime.context, self.checkpoints
+        api_key = getattr(getattr(self.runtime.llm, "client", None), "api_key", None)
+        if isinstance(api_key, str) and len(api_key) >= 6:  # what the client was built with stays off disk
+            cm.add_secret(api_key)
+        self._run_id = ctx.run_id
+        cp, self._resumed = self._resumed, None
+        if ctx.resumed_from is not None and cp is not None:
+            self.runtime.emit("run_resumed", checkpoint_revision=cp.revision, turn=cp.turn,
+                              saved_due_to=cp.metadata.get("saved_due_to"))
+            return
+        self.claimed = set()
+        cm.run_id = ctx.run_id
+        self.save(ctx, "start")
+
+    def _turn_end(self, event: dict) -> None:
+        ctx = self.runtime.context
+        if event.get("tool_calls") and self.checkpoints.should_save(ctx.turns):  # a safe point
+            self.save(ctx, "interval")
+
+    def _run_end(self, event: dict) -> None:
+        ctx, result = self.runtime.context, event["result"]
+        if ctx is None or ctx.run_id != self._run_id:
+            return  # this extension never saw the run start
+        name = result.state.value  # finished, error, exhausted, cancelled
+        self.save(ctx, "completed" if name == "finished" else name,
+                  stopped_reason=result.stopped_reason, errors=list(ctx.errors))
+
+    # -- writing
+    def save(self, ctx: RunContext, due: str, **extra: Any) -> str | None:
+        """Save a checkpoint of the run now (``saved_due_to=due``); never raises."""
+        rt = self.runtime
+        messages = rt.messages.get_messages()
+        meta = {"saved_due_to": due, "task": ctx.task, "model": getattr(rt.llm, "model", None),
+                "tools": sorted(rt.registry.list_tools()), "usage": dict(ctx.usage),
+                "elapsed_s": round(ctx.elapsed_ms() / 1000.0, 6), **extra}
+        bad = unsafe_index(messages)
+        if bad is not None:  # only after a failure: a checkpoint must be a valid conversation
+            meta["unsafe_tail"], messages = messages[bad[0]:], messages[:bad[0]]
+        try:
+            state = {k: rt.state.load(k) for k in rt.state.keys() if k != LAST_RUN_KEY} \
+                if rt.state is not None else {}
+            cid = self.checkpoints.save(ctx.turns, messages, state, ctx.tool_calls_made, meta,
+                                        run_id=ctx.run_id)
+        except Exception as exc:
+            self.failed(ctx, f"the {due} checkpoint at turn {ctx.turns} could not be written", exc)
+            return None
+        rt.emit("checkpoint_saved", turn=ctx.turns, saved_due_to=due)
+        return cid
+
+    def record(self, ctx: RunContext, call: Any, result: Any) -> None:
+        """Record a finished call durably (a call that never started is not recorded)."""
+        if result.error_code in NOT_RUN_CODES:
+            return
+        try:
+            self.checkpoints.record_tool_result(
+                ctx.run_id, str(call.id), call.name, result.result, result.success,
+                result.error_code, arguments=call.arguments, turn=ctx.turns)
+        except Exception as exc:  # the run goes on; the loss of durability is on record
+            self.failed(ctx, f"the result of {call.name} ({call.id}) could not be recorded", exc)
+        with self.lock:
+            self.claimed.add(str(call.id))  # answered in the history from now on
+
+    @staticmethod
+    def failed(ctx: RunContext, what: str, exc: Exception) -> None:
+        logger.error("%s: %s", what, exc)
+        ctx.add_error(AgentError("checkpoint_write_failed", f"{what}: {type(exc).__name__}: "
+                                 f"{exc}. The run goes on; a resume may repeat this work"))
+
+
+class DurableExecutor:
+    """The runtime's executor with a durable log: replays logged calls, records the rest.
+
+    Wraps ``inner`` (the runtime's ``ToolExecutor``); other attributes are the inner one's.
     """
-    cm = rt.checkpoints
-    api_key = getattr(getattr(rt.llm, "client", None), "api_key", None)
-    if isinstance(api_key, str) and len(api_key) >= 6:  # what the client was built with stays off disk
-        cm.add_secret(api_key)
-    if cp is None:
-        rt._durable = DurableRun(run.run_id, task)
-        cm.run_id = run.run_id
-        rt.messages.append({"role": "user", "content": task})
-        rt._durable.started = True
-        _save(rt, run, "start")
-        return
-    meta = cp.metadata
-    rt._durable = DurableRun(cp.run_id, meta.get("task", task), resumed_from=cp.id)
-    cm.bind(cp)
-    run.run_id, run.turns = cp.run_id, cp.turn
-    for key in run.usage:
-        run.usage[key] = int((meta.get("usage") or {}).get(key) or 0)
-    used = float(meta.get("elapsed_s") or 0.0)
-    run.t0 -= used  # the time budget continues: the deadline is where it was
-    run.deadline -= used
-    run.tool_calls_made = list(cp.tool_calls_made)
-    rt.messages.restore(cp.messages)
-    if rt.state is not None:
-        for key, value in cp.state.items():
-            rt.state.save(key, value)
-    rt._durable.claimed = {m.get("tool_call_id") for m in cp.messages if m.get("role") == "tool"}
-    rt._durable.started = True
-    _event(rt, "run_resumed", checkpoint_revision=cp.revision, turn=cp.turn,
-           saved_due_to=meta.get("saved_due_to"))
 
+    def __init__(self, inner: Any, runs: DurableRuns) -> None:
+        self.inner, self.runs = inner, runs
+        self._accepts = {name: set(inspect.signature(getattr(inner, name)).parameters)
+                         for name in ("execute", "execute_parallel")}
 
-# ---------------------------------------------------------------- tools
-def execute_tools(rt: Any, run: Any, calls: list, parallel: bool, timeout: float) -> list:
-    """Run one batch with durable results; a call found in the log is not run again."""
-    from ..executor import ToolResult
+    def __getattr__(self, name: str) -> Any:  # max_workers, abandoned_threads, ...
+        if name.startswith("_") or name == "inner":
+            raise AttributeError(name)
+        return getattr(self.inner, name)
 
-    d: DurableRun = rt._durable
-    cm = rt.checkpoints
-    try:
-        done = cm.completed_tool_calls(run.run_id)
-    except Exception as exc:  # unreadable log: the calls run (and the problem is on record)
-        _failed(run, "the tool-result log could not be read", exc)
-        done = {}
-    results: list = [None] * len(calls)
-    with d.lock:
-        for i, call in enumerate(calls):
-            rec = done.get(str(call.id))
-            if rec is None:
-                rec = _match(done, call, d.claimed)
-            if rec is not None:
-                d.claimed.add(rec["tool_call_id"])
-                d.replayed.add(str(call.id))
-                results[i] = ToolResult(call.id, call.name, rec["result"], rec["success"], 0.0,
-                                        rec["error_code"])
-                if rec["tool_call_id"] != str(call.id):  # new id, same call: log it under both
-                    _record(rt, run, call, results[i])
-    todo = [i for i, r in enumerate(results) if r is None]
-    deadline = time.monotonic() + timeout
-    prefix = f"{run.run_id}:"
+    def execute(self, tool_calls: Iterable[Any], timeout: float | None = None) -> list:
+        """Run the calls one after another; each is recorded before the next starts."""
+        return self._run(list(tool_calls), timeout, parallel=False)
 
-    def one(i: int) -> Any:
-        left = max(deadline - time.monotonic(), 0.0)
-        result = _execute_one(rt.executor, calls[i], left, prefix)
-        if result.error_code not in NOT_RUN_CODES:
-            _record(rt, run, calls[i], result)  # durable before this call counts as done
-            with d.lock:
-                d.claimed.add(str(calls[i].id))  # answered in the history from now on
-        return result
+    def execute_parallel(self, tool_calls: Iterable[Any], timeout: float | None = None) -> list:
+        """Run the calls on the inner executor's workers; each is recorded as it completes."""
+        return self._run(list(tool_calls), timeout, parallel=True)
 
-    if parallel and len(todo) > 1:
-        workers = min(len(todo), int(getattr(rt.executor, "max_workers", 4) or 1))
-        with ThreadPoolExecutor(workers, thread_name_prefix="agentlab-durable") as pool:
-            for i, result in zip(todo, pool.map(one, todo)):
+    def _run(self, calls: list, timeout: float | None, parallel: bool) -> list:
+        ctx = self.runs.runtime.context
+        if ctx is None:  # not inside a run: nothing to log against
+            run = self.inner.execute_parallel if parallel else self.inner.execute
+            return run(calls, timeout=timeout)
+        results = self._replay(ctx, calls)
+        todo = [i for i, r in enumerate(results) if r is None]
+        if todo:
+            batch = [calls[i] for i in todo]
+            kwargs: dict[str, Any] = {"timeout": timeout}
+            for i, result in zip(todo, self._execute(ctx, batch, parallel, kwargs)):
                 results[i] = result
-    else:
-        for i in todo:
-            results[i] = one(i)
-    return results
+        return results
+
+    def _replay(self, ctx: RunContext, calls: list) -> list:
+        """Results for the calls found in the log (``None`` for the ones that must run)."""
+        runs = self.runs
+        try:
+            done = runs.checkpoints.completed_tool_calls(ctx.run_id)
+        except Exception as exc:  # unreadable log: the calls run (and the problem is on record)
+            runs.failed(ctx, "the tool-result log could not be read", exc)
+            done = {}
+        results: list = [None] * len(calls)
+        with runs.lock:
+            for i, call in enumerate(calls):
+                rec = done.get(str(call.id)) or _match(done, call, runs.claimed)
+                if rec is None:
+                    continue
+                runs.claimed.add(rec["tool_call_id"])
+                results[i] = ReplayedResult(call.id, call.name, rec["result"], rec["success"],
+                                            0.0, rec["error_code"])
+        for call, r in zip(calls, results):
+            if r is not None and str(call.id) not in done:  # new id, same call: log it under both
+                runs.record(ctx, call, r)
+        return results
+
+    def _execute(self, ctx: RunContext, batch: list, parallel: bool, kwargs: dict) -> list:
+        """Run ``batch`` on the inner executor, recording each result as it completes."""
+        runs = self.runs
+        name = "execute_parallel" if parallel and len(batch) > 1 else "execute"
+        accepts = self._accepts[name]
+        if "idempotency_prefix" in accepts:
+            kwargs["idempotency_prefix"] = idempotency_key(ctx.run_id, "")
+        if "on_result" in accepts:  # the executor reports each result as it completes
+            by_id = {str(c.id): c for c in batch}
+            return getattr(self.inner, name)(batch, on_result=lambda r: runs.record(
+                ctx, by_id[str(r.tool_call_id)], r), **kwargs)
+        deadline = None if kwargs["timeout"] is None else time.monotonic() + kwargs["timeout"]
+
+        def one(call: Any) -> Any:  # one call at a time, recorded before it counts as done
+            left = None if deadline is None else max(deadline - time.monotonic(), 0.0)
+            result = self.inner.execute([call], **{**kwargs, "timeout": left})[0]
+            runs.record(ctx, call, result)
+            return result
+
+        if name == "execute":
+            return [one(call) for call in batch]
+        # An executor that cannot report results as they complete (no ``on_result``): wait for
+        # each call on its own thread, at most ``max_workers`` at once; the tools still run on
+        # the inner executor's workers.
+        workers = min(len(batch), int(getattr(self.inner, "max_workers", 4) or 1))
+        with ThreadPoolExecutor(workers, thread_name_prefix="agentlab-durable") as pool:
+            return list(pool.map(one, batch))
 
 
 def _match(done: dict[str, dict], call: Any, claimed: set[str]) -> dict | None:
@@ -200,67 +306,3 @@ def _match(done: dict[str, dict], call: Any, claimed: set[str]) -> dict | None:
             return rec
     return None
 
-
-def _execute_one(executor: Any, call: Any, timeout: float, prefix: str) -> Any:
-    if "idempotency_prefix" in inspect.signature(executor.execute).parameters:
-        return executor.execute([call], timeout=timeout, idempotency_prefix=prefix)[0]
-    return executor.execute([call], timeout=timeout)[0]  # an executor without idempotency keys
-
-
-def _record(rt: Any, run: Any, call: Any, result: Any) -> None:
-    try:
-        rt.checkpoints.record_tool_result(run.run_id, str(call.id), call.name, result.result,
-                                          result.success, result.error_code,
-                                          arguments=call.arguments, turn=run.turns)
-    except Exception as exc:  # the run goes on; the loss of durability is on record
-        _failed(run, f"the result of {call.name} ({call.id}) could not be recorded", exc)
-
-
-# ---------------------------------------------------------------- checkpoints
-def checkpoint_turn(rt: Any, run: Any) -> None:
-    """At a safe point: a checkpoint every ``auto_save_interval`` turns."""
-    if getattr(rt, "_durable", None) is not None and rt.checkpoints.should_save(run.turns):
-        _save(rt, run, "interval")
-
-
-def end_run(rt: Any, run: Any, state: Any, reason: str) -> None:
-    """A last checkpoint: ``completed``, or the terminal state of a run that can be resumed."""
-    d = getattr(rt, "_durable", None)
-    if d is None or not d.started or d.run_id != run.run_id:
-        return  # the run never started its durable side (e.g. it failed to restore)
-    name = str(getattr(state, "value", state))  # a RunState: finished, error, exhausted, ...
-    _save(rt, run, "completed" if name == "finished" else name, stopped_reason=reason,
-          errors=list(run.errors))
-
-
-def _save(rt: Any, run: Any, due: str, **extra: Any) -> str | None:
-    cm = rt.checkpoints
-    messages = rt.messages.get_messages()
-    meta = {"saved_due_to": due, "task": rt._durable.task, "model": getattr(rt.llm, "model", None),
-            "tools": sorted(rt.registry.list_tools()), "usage": dict(run.usage),
-            "elapsed_s": round(run.ms() / 1000.0, 6), **extra}
-    bad = unsafe_index(messages)
-    if bad is not None:  # only after a failure: a checkpoint must be a valid conversation
-        meta["unsafe_tail"], messages = messages[bad[0]:], messages[:bad[0]]
-    try:
-        state = {k: rt.state.load(k) for k in rt.state.keys() if k not in _STATE_SKIP} \
-            if rt.state is not None else {}
-        cid = cm.save(run.turns, messages, state, run.tool_calls_made, meta, run_id=run.run_id)
-    except Exception as exc:
-        _failed(run, f"the {due} checkpoint at turn {run.turns} could not be written", exc)
-        return None
-    _event(rt, "checkpoint_saved", turn=run.turns, saved_due_to=due)
-    return cid
-
-
-def _failed(run: Any, what: str, exc: Exception) -> None:
-    logger.error("%s: %s", what, exc)
-    run.errors.append(AgentError("checkpoint_write_failed", f"{what}: {type(exc).__name__}: "
-                                 f"{exc}. The run goes on; a resume may repeat this work",
-                                 details={"turn": run.turns}).to_dict())
-
-
-def _event(rt: Any, name: str, **attrs: Any) -> None:
-    obs = getattr(rt, "observer", None)
-    if obs is not None and hasattr(obs, "record_event"):
-        obs.record_event(name, **attrs)

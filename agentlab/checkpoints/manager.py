@@ -4,7 +4,7 @@ Taught in ``notebooks/11_checkpoints.ipynb`` (article section 9; run identity, r
 format versions and idempotency keys from the book chapter on runtimes, sections 1.4-1.5).
 
 A checkpoint is a snapshot of one run at a safe point: its messages, state, tool-call log and
-turn counter. ``CheckpointManager`` writes them to one of two backends:
+turn counter. ``CheckpointManager`` writes them to one of two backends (``store.py``):
 
 - JSON files in ``checkpoint_dir`` (the default): one file per checkpoint, written atomically
   (temp file + fsync + ``os.replace``), so a crash leaves either the old file or the new one.
@@ -20,56 +20,45 @@ What the article's manager got wrong and this one does not:
 - every checkpoint records ``format_version``, ``run_id``, ``revision`` and a wall-clock
   ``created_at``; a corrupt file or an unknown version raises ``CheckpointError`` naming the file
   (codes ``checkpoint_corrupt`` / ``checkpoint_incompatible``), never a bare ``JSONDecodeError``;
-- ``save`` refuses a history that is not at a safe point (an assistant ``tool_calls`` message
-  whose results are missing): resuming from it would send the API an invalid conversation;
-- secrets are not written: in ``state``, ``metadata`` and ``tool_calls_made`` a value whose key
-  looks like a credential (``api_key``, ``authorization``, ``*_secret``, ``password``,
-  ``*_token``/``token``, ``credentials``; but not ``total_tokens``/``max_tokens``) becomes
-  ``"[REDACTED]"``, strings shaped like ``sk-...`` keys or ``Bearer ...`` headers are masked, and
-  exact values registered with ``add_secret()`` are masked everywhere, messages included.
-  Objects that are not plain data (clients, connections, locks) are refused, never ``repr``'d.
+- ``save`` refuses a history that is not at a safe point (``safe_point.py``): resuming from it
+  would send the API an invalid conversation;
+- secrets are not written (``redact.py``): credential-like keys and key-shaped strings are
+  masked, and exact values registered with ``add_secret()`` are masked everywhere;
 - no directory or database file is created until the first write.
-
-The file layout, the document format and both backends are in ``agentlab.checkpoints.store``.
 
 Run identity (book 1.4): a run keeps its ``run_id`` when it resumes; ``revision`` is
 1 + the highest revision of that run in the store, so the first checkpoint after a resume from
 revision r has revision r + 1.
 
-With the runtime: ``AgentRuntime(..., checkpoints=cm)`` saves at the start of a run, every
-``auto_save_interval`` turns at a safe point, and when the run ends; it records each tool
-result with ``record_tool_result`` as the call completes and reuses it on resume; and
-``run(task, resume_from="latest" | id)`` continues the same run. The wiring is in
-``agentlab.checkpoints.durable``; this module owns what is written and how it is read back.
+With the runtime: ``AgentRuntime(..., checkpoints=cm)`` calls ``cm.attach(runtime)``
+(``agentlab.checkpoints.durable``): a checkpoint at the start of a run, every
+``auto_save_interval`` turns at a safe point, and when the run ends; each tool result recorded
+with ``record_tool_result`` as the call completes and reused on resume; and
+``run(task, resume_from="latest" | id)`` continues the same run. This module owns what is
+written and how it is read back.
 """
 from __future__ import annotations
 
-import dataclasses
-import enum
 import json
 import logging
 import os
 import re
-import secrets
-import time
 import uuid
-from datetime import date, datetime, timezone
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from .store import (FORMAT_VERSION, Checkpoint, CheckpointBackend, JSONBackend,
-                               SQLiteBackend, _render, make_backend)
 from ..errors import CheckpointError, ConfigError
+from .document import FORMAT_VERSION, Checkpoint, new_checkpoint_id, render_checkpoint
+from .durable import DurableRuns, idempotency_key, attach as attach_runs
+from .redact import REDACTED, json_default, to_plain
+from .safe_point import unsafe_index
+from .store import make_backend
 
-__all__ = [
-    "FORMAT_VERSION", "REDACTED", "Checkpoint", "CheckpointManager", "CheckpointBackend",
-    "JSONBackend", "SQLiteBackend", "is_safe_point", "unsafe_index", "pending_tool_calls",
-    "idempotency_key", "scrub_secrets", "new_run_id",
-]
+__all__ = ["CheckpointManager", "idempotency_key", "new_run_id"]
 
 logger = logging.getLogger(__name__)
 
-REDACTED = "[REDACTED]"
 _RUN_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
 
 
@@ -78,120 +67,6 @@ def new_run_id() -> str:
     return f"run-{uuid.uuid4()}"
 
 
-def idempotency_key(run_id: str, tool_call_id: str) -> str:
-    """The key a side-effecting tool gets: the same for a call and for its replay after a resume."""
-    return f"{run_id}:{tool_call_id}"
-
-
-# ---------------------------------------------------------------- safe points
-def _tool_call_ids(msg: dict) -> list[str]:
-    return [tc["id"] if isinstance(tc, dict) else tc.id for tc in msg.get("tool_calls") or []]
-
-
-def unsafe_index(messages: list[dict]) -> tuple[int, list[str]] | None:
-    """Index of the first message that breaks the pairing rule, with the missing call ids.
-
-    The rule (what the real API enforces): an assistant message with ``tool_calls`` is followed
-    by one ``tool`` message per call id, and a ``tool`` message only answers such a call.
-    Returns ``None`` when the history is at a safe point.
-    """
-    i, n = 0, len(messages)
-    while i < n:
-        msg = messages[i]
-        if msg.get("role") == "tool":  # a result with no call right before it
-            return i, [msg.get("tool_call_id", "?")]
-        ids = _tool_call_ids(msg) if msg.get("role") == "assistant" else []
-        j = i + 1
-        answered = set()
-        while j < n and messages[j].get("role") == "tool":
-            answered.add(messages[j].get("tool_call_id"))
-            j += 1
-        if ids:
-            missing = [c for c in ids if c not in answered]
-            if missing or answered - set(ids):
-                return i, missing or sorted(answered - set(ids))
-            i = j
-        else:
-            i += 1
-    return None
-
-
-def is_safe_point(messages: list[dict]) -> bool:
-    """True when every assistant ``tool_calls`` message has all its results (resumable)."""
-    return unsafe_index(messages) is None
-
-
-def pending_tool_calls(messages: list[dict]) -> list[dict]:
-    """The calls of the last assistant ``tool_calls`` message that have no result yet."""
-    for i in range(len(messages) - 1, -1, -1):
-        msg = messages[i]
-        if msg.get("role") == "assistant" and msg.get("tool_calls"):
-            done = {m.get("tool_call_id") for m in messages[i + 1:] if m.get("role") == "tool"}
-            return [tc for tc in msg["tool_calls"]
-                    if (tc["id"] if isinstance(tc, dict) else tc.id) not in done]
-    return []
-
-
-# ---------------------------------------------------------------- plain data and secrets
-_SECRET_WORDS = {"secret", "password", "passwd", "credential", "credentials", "authorization",
-                 "apikey", "cookie"}
-_SECRET_VALUE_RE = re.compile(r"\bsk-[A-Za-z0-9_\-]{16,}|\bBearer\s+[A-Za-z0-9._~+/=\-]{8,}")
-
-
-def _is_secret_key(key: str) -> bool:
-    words = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", str(key)).lower()
-    words = [w for w in re.split(r"[^a-z0-9]+", words) if w]
-    if not words:
-        return False
-    pairs = set(zip(words, words[1:]))
-    return (bool(_SECRET_WORDS.intersection(words)) or words[-1] in ("token", "auth")
-            or bool(pairs & {("api", "key"), ("private", "key"), ("access", "key")}))
-
-
-def _mask(text: str) -> str:
-    return _SECRET_VALUE_RE.sub(lambda m: ("sk-" if m.group(0).startswith("sk-") else "Bearer ")
-                                + REDACTED, text)
-
-
-def _plain(obj: Any, where: str, scrub: bool) -> Any:
-    """Convert to JSON data (dict/list/str/number/bool/None); scrub secrets when asked."""
-    if obj is None or isinstance(obj, (bool, int, float)):
-        return obj
-    if isinstance(obj, str):
-        return _mask(obj) if scrub else obj
-    if isinstance(obj, dict):
-        return {str(k): (REDACTED if scrub and _is_secret_key(k) and v is not None
-                         else _plain(v, f"{where}[{k!r}]", scrub)) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_plain(v, f"{where}[{i}]", scrub) for i, v in enumerate(obj)]
-    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        return _plain({f.name: getattr(obj, f.name) for f in dataclasses.fields(obj)}, where, scrub)
-    if isinstance(obj, enum.Enum):
-        return _plain(obj.value, where, scrub)
-    if isinstance(obj, (datetime, date)):
-        return obj.isoformat()
-    if isinstance(obj, Path):
-        return str(obj)
-    if callable(getattr(obj, "to_dict", None)):
-        return _plain(obj.to_dict(), where, scrub)
-    raise CheckpointError(
-        "not_serializable",
-        f"cannot save {where}: a {type(obj).__module__}.{type(obj).__qualname__} is not plain "
-        "data. Checkpoints hold JSON data only; clients, connections, locks and functions are "
-        "never written. Store the settings needed to rebuild it instead.",
-        details={"where": where, "type": type(obj).__qualname__})
-
-
-def scrub_secrets(obj: Any) -> Any:
-    """A copy of ``obj`` as plain data with credential-like keys and key-shaped strings masked."""
-    return _plain(obj, "value", scrub=True)
-
-
-def _json_default(obj: Any) -> Any:
-    return _plain(obj, "messages", scrub=False)
-
-
-# ---------------------------------------------------------------- the manager
 class CheckpointManager:
     """Save, list, load and prune checkpoints of agent runs; keep the durable tool-result log.
 
@@ -263,8 +138,14 @@ class CheckpointManager:
         """Write a checkpoint at a safe point and return its id.
 
         Raises ``CheckpointError``: ``checkpoint_unsafe`` when an assistant ``tool_calls`` message
-        lacks results, ``not_serializable`` for non-data values (clients, locks, ...).
+        lacks results, ``not_serializable`` for non-data values (clients, locks, ...);
+        ``ConfigError`` for a turn that is not an integer >= 0 or messages that are not a list.
         """
+        if isinstance(turn, bool) or not isinstance(turn, int) or turn < 0:
+            raise ConfigError("invalid_argument", f"turn must be an integer >= 0, not {turn!r}")
+        if not isinstance(messages, list):
+            raise ConfigError("invalid_argument", "messages must be a list of message dicts, "
+                              f"not {type(messages).__name__}")
         bad = unsafe_index(messages)
         if bad is not None:
             i, ids = bad
@@ -275,28 +156,27 @@ class CheckpointManager:
                 "tool result is appended, or use save_on_exception, which cuts the unfinished tail",
                 details={"index": i, "tool_call_ids": ids})
         run = self._check_run_id(run_id) if run_id is not None else self._run_id
-        meta = _plain(metadata or {}, "metadata", scrub=True)
+        meta = to_plain(metadata or {}, "metadata", scrub=True)
         body = {  # the heavy parts are encoded outside the store lock
             "metadata": json.dumps(meta, ensure_ascii=False, separators=(",", ":")),
-            "state": json.dumps(_plain(state or {}, "state", scrub=True), ensure_ascii=False,
+            "state": json.dumps(to_plain(state or {}, "state", scrub=True), ensure_ascii=False,
                                 separators=(",", ":")),
-            "tool_calls_made": json.dumps(_plain(list(tool_calls_made or []), "tool_calls_made",
+            "tool_calls_made": json.dumps(to_plain(list(tool_calls_made or []), "tool_calls_made",
                                                  scrub=True), ensure_ascii=False, separators=(",", ":")),
             "messages": json.dumps(list(messages), ensure_ascii=False, separators=(",", ":"),
-                                   default=_json_default),
+                                   default=json_default),
         }
         for secret in self._secrets:
             enc = json.dumps(secret, ensure_ascii=False)[1:-1]
             body = {k: v.replace(enc, REDACTED) for k, v in body.items()}
 
         def build(seq: int, revision: int) -> tuple[dict, str]:
-            header = {"format_version": FORMAT_VERSION,
-                      "id": f"{seq:08d}-{time.time_ns():019d}-{secrets.token_hex(3)}",
+            header = {"format_version": FORMAT_VERSION, "id": new_checkpoint_id(seq),
                       "run_id": run, "revision": revision, "turn": int(turn),
                       "created_at": datetime.now(timezone.utc).isoformat(),
                       "saved_due_to": str(meta.get("saved_due_to", "save")),
                       "n_messages": len(messages)}
-            return header, _render(header, body)
+            return header, render_checkpoint(header, body)
 
         header = self.backend.write(run, build, self.max_checkpoints)
         self._last_saved_turn = int(turn)
@@ -339,6 +219,9 @@ class CheckpointManager:
         Returns ``None`` only when no id was given and the store is empty; an unknown id raises
         ``checkpoint_not_found``; a corrupt or unknown-version one raises naming its file.
         """
+        if checkpoint_id is not None and not isinstance(checkpoint_id, str):
+            raise ConfigError("invalid_argument", "checkpoint_id is a string (an id from "
+                              f"list_checkpoints(), or 'latest'), not {checkpoint_id!r}")
         if checkpoint_id == "latest":
             checkpoint_id = None
         return self.backend.read(checkpoint_id)
@@ -384,7 +267,7 @@ class CheckpointManager:
         record = {"run_id": self._check_run_id(run_id), "tool_call_id": str(tool_call_id),
                   "name": str(name), "result": str(result), "success": bool(success),
                   "error_code": error_code,
-                  "arguments": None if arguments is None else _plain(arguments, "arguments", True),
+                  "arguments": None if arguments is None else to_plain(arguments, "arguments", True),
                   "turn": turn, "recorded_at": datetime.now(timezone.utc).isoformat()}
         for secret in self._secrets:
             record["result"] = record["result"].replace(secret, REDACTED)
@@ -397,6 +280,16 @@ class CheckpointManager:
     def completed_tool_calls(self, run_id: str) -> dict[str, dict]:
         """Every recorded call of a run: ``{tool_call_id: record}`` in completion order."""
         return self.backend.tool_results(self._check_run_id(run_id))
+
+    # -- with a runtime
+    def attach(self, runtime: Any) -> DurableRuns:
+        """Make ``runtime``'s runs durable with this manager (``AgentRuntime(checkpoints=cm)``).
+
+        Same as ``agentlab.checkpoints.durable.attach(runtime, self)``: hooks save checkpoints,
+        a ``DurableExecutor`` records and replays tool results, and the resume phase makes
+        ``run(task, resume_from="latest" | id)`` continue a saved run.
+        """
+        return attach_runs(runtime, self)
 
     def __repr__(self) -> str:
         return (f"CheckpointManager({str(self.checkpoint_dir)!r}, store={type(self.backend).__name__}, "

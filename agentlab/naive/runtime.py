@@ -26,6 +26,9 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
+from .executor import NaiveToolExecutor
+from .messages import NaiveMessageManager
+
 __all__ = ["NaiveRuntimeConfig", "NaiveAgentResult", "NaiveAgentRuntime"]
 
 
@@ -53,8 +56,6 @@ class NaiveAgentRuntime:
 
     def __init__(self, llm, registry, system_prompt="You are a helpful assistant.",
                  config: Optional[NaiveRuntimeConfig] = None, executor=None, messages=None):
-        from .executor import NaiveToolExecutor
-        from .messages import NaiveMessageManager
         self.llm = llm
         self.registry = registry
         self.executor = executor or NaiveToolExecutor(registry)

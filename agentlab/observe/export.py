@@ -2,7 +2,8 @@
 
 Part of chapter 12 (``notebooks/12_observability.ipynb``). ``AgentObserver.export_json``,
 ``from_json``, ``export_prometheus_metrics``, ``export_otel`` and ``print_summary`` call these
-functions; use the methods. Kept apart so ``agentlab.observe`` reads as the recording half.
+functions; use the methods. They read an observer through its public attributes only (``obs``
+is an ``AgentObserver``; this module does not import it, the observer imports this one).
 
 - JSON: everything recorded (report, spans, calls, events, metrics), readable back with
   ``AgentObserver.from_json``;
@@ -18,28 +19,26 @@ import math
 import re
 import sys
 import time
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import Any, TextIO
 
 from ..errors import ConfigError
-from .observer import LLMCallRecord, MetricPoint, Span, ToolCallRecord, percentile
+from ..timeouts import percentile
+from .records import LLMCallRecord, MetricPoint, Span, ToolCallRecord
 
-if TYPE_CHECKING:
-    from .observer import AgentObserver
-
-__all__ = ["to_json", "from_json", "to_prometheus", "to_otel", "print_summary"]
+__all__ = ["to_json", "parse_json", "to_prometheus", "to_otel", "print_summary"]
 
 
 def _record_dict(record: Any) -> dict[str, Any]:
     return {f: getattr(record, f) for f in record.__dataclass_fields__}
 
 
-def to_json(obs: "AgentObserver", indent: int | None = None) -> str:
+def to_json(obs: Any, indent: int | None = None) -> str:
     """Everything as JSON: the report, spans, calls, events, metrics (``from_json`` reads it).
 
     ``indent=2`` for reading by eye (about 4x slower on big runs: the pure-Python encoder).
     """
     doc = {"format": "agentlab.observe/1", "run_id": obs.run_id, "model": obs.model,
-           "trace_id": obs.trace_id, "started_at": obs._wall0,
+           "trace_id": obs.trace_id, "started_at": obs.start_time,
            "final_status": obs.final_status, "duration_ms": obs.duration_ms(),
            "report": obs.generate_report().to_dict(),
            "spans": [s.to_dict() for s in obs.spans],
@@ -49,20 +48,17 @@ def to_json(obs: "AgentObserver", indent: int | None = None) -> str:
     return json.dumps(doc, ensure_ascii=False, indent=indent, default=str)
 
 
-def from_json(cls: type, text: str, pricing: Any = None) -> "AgentObserver":
-    """Rebuild an observer from ``export_json`` output (for plots and reports after the fact)."""
+def parse_json(text: str) -> dict[str, Any]:
+    """The document of ``to_json`` with its spans, calls and metrics as records again."""
     doc = json.loads(text)
-    obs = cls(doc["run_id"], doc["model"], pricing)
-    obs.trace_id, obs._wall0 = doc["trace_id"], doc["started_at"]
-    obs.final_status, obs._frozen_duration_ms = doc["final_status"], doc["duration_ms"]
-    obs.spans = [Span(**s) for s in doc["spans"]]
-    obs.llm_calls = [LLMCallRecord(**c) for c in doc["llm_calls"]]
-    obs.tool_calls = [ToolCallRecord(**t) for t in doc["tool_calls"]]
-    obs.events, obs.metrics = doc["events"], [MetricPoint(**m) for m in doc["metrics"]]
-    return obs
+    doc["spans"] = [Span(**s) for s in doc["spans"]]
+    doc["llm_calls"] = [LLMCallRecord(**c) for c in doc["llm_calls"]]
+    doc["tool_calls"] = [ToolCallRecord(**t) for t in doc["tool_calls"]]
+    doc["metrics"] = [MetricPoint(**m) for m in doc["metrics"]]
+    return doc
 
 
-def to_prometheus(obs: "AgentObserver") -> str:
+def to_prometheus(obs: Any) -> str:
     """The run's metrics in Prometheus text exposition format (version 0.0.4)."""
     fams: list[tuple[str, str, str, list[tuple[str, dict, float]]]] = []
 
@@ -85,7 +81,7 @@ def to_prometheus(obs: "AgentObserver") -> str:
                   "status": obs.final_status or "running"}, 1)])
     family("agentlab_run_duration_seconds", "gauge", "Wall time of the run so far.",
            [("", {}, obs.duration_ms() / 1000.0)])
-    family("agentlab_run_turns", "gauge", "Turns of the run.", [("", {}, obs._turn_count())])
+    family("agentlab_run_turns", "gauge", "Turns of the run.", [("", {}, obs.turn_count())])
     family("agentlab_llm_calls_total", "counter", "Model calls by model and outcome.",
            [("", {"model": m, "status": s}, v) for (m, s), v in llm_calls.items()])
     family("agentlab_llm_tokens_total", "counter", "Tokens by model and direction.",
@@ -134,7 +130,7 @@ def to_prometheus(obs: "AgentObserver") -> str:
     return "\n".join(lines) + "\n"
 
 
-def print_summary(obs: "AgentObserver", file: TextIO | None = None) -> None:
+def print_summary(obs: Any, file: TextIO | None = None) -> None:
     """A plain-text summary that reads the same in a terminal and a notebook."""
     r = obs.generate_report()
     out = file if file is not None else sys.stdout
@@ -160,18 +156,18 @@ def print_summary(obs: "AgentObserver", file: TextIO | None = None) -> None:
     print("\n".join(lines), file=out)
 
 
-def to_otel(obs: "AgentObserver", tracer_provider: Any = None) -> list[Any]:
+def to_otel(obs: Any, tracer_provider: Any = None) -> list[Any]:
     """Replay the spans through the OpenTelemetry SDK; returns the OTel spans, parents first.
 
     ``tracer_provider``: an ``opentelemetry.sdk.trace.TracerProvider`` (e.g. with an
     ``InMemorySpanExporter`` or an OTLP exporter); the global provider when omitted.
     Needs ``pip install 'agentlab[otel]'`` (``opentelemetry-sdk``).
     """
-    try:
-        from opentelemetry import context as otel_context
-        from opentelemetry import trace
-        from opentelemetry.trace import Status, StatusCode
-        import opentelemetry.sdk.trace  # noqa: F401  (the SDK must be there, not only the API)
+    try:  # the optional otel extra
+        from opentelemetry import context as otel_context  # lazy: heavy
+        from opentelemetry import trace  # lazy: heavy
+        from opentelemetry.trace import Status, StatusCode  # lazy: heavy
+        import opentelemetry.sdk.trace  # noqa: F401  # lazy: heavy (the SDK, not only the API)
     except ImportError:
         raise ConfigError("otel_not_installed", "export_otel needs the OpenTelemetry SDK: "
                           "pip install 'agentlab[otel]' (or opentelemetry-sdk)") from None
@@ -202,7 +198,7 @@ def to_otel(obs: "AgentObserver", tracer_provider: Any = None) -> list[Any]:
     return exported
 
 
-def _parents_first(obs: "AgentObserver") -> list[Span]:
+def _parents_first(obs: Any) -> list[Span]:
     """Spans ordered by depth, then start: every parent comes before its children."""
     by_id = {s.span_id: s for s in obs.spans}
 

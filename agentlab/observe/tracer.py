@@ -1,20 +1,28 @@
-"""Tracing an ``AgentRuntime`` run with an ``AgentObserver``, with no wiring by the user (chapter 12).
+"""Tracing an ``AgentRuntime`` run with an ``AgentObserver``, from the hook events (chapter 12).
 
-Taught in ``notebooks/12_observability.ipynb``. ``AgentRuntime(..., observer=obs)`` calls
-``trace_runtime(rt)`` when a run starts; it subscribes a ``RuntimeTracer`` to the runtime's
-hook events (once per runtime), and the tracer turns the events into the observer's records:
+Taught in ``notebooks/12_observability.ipynb``. ``attach(runtime, observer)`` (what
+``AgentRuntime(..., observer=obs)`` and ``obs.attach(runtime)`` do) subscribes one
+``RuntimeTracer`` per runtime to all its hook events (``runtime.on("*", tracer)``, the public
+seam of ``agentlab.runtime.context``) and sets ``runtime.observer``. The tracer turns the
+events into the observer's records; the loop does not know it is there:
 
     run_start   -> span ``run`` (``gen_ai.operation.name=invoke_agent``, model, run id)
     turn_start  -> span ``turn`` (child of run)
     llm_end     -> a ``chat <model>`` span in the turn: tokens, cost, latency, finish reason
     tool_end    -> an ``execute_tool <name>`` span in the turn: latency, success, error code
-                   (a result replayed from the checkpoint log is an event, not a call)
+                   (a result with ``replayed=True`` did not run here: a ``tool_replayed`` event)
     error       -> a failed model call (if one was in flight) and the turn span marked error
     turn_end    -> the turn span closed; message compressions become events
     run_end     -> the run span closed (ok only for a finished run), ``finish(stopped_reason)``
+    any other   -> an event of an extension (e.g. ``checkpoint_saved``, ``run_resumed`` from
+                   ``agentlab.checkpoints.durable``), recorded with ``record_event`` on the
+                   observer of the run it happened in. Attach the observer before other
+                   extensions (the runtime's constructor does) and their events land inside the
+                   run span; one that fires before the tracer saw ``run_start`` is recorded when
+                   the run span opens, one after ``run_end`` (the last checkpoint) outside it.
 
 Observers are per run. The runtime's ``observer`` is the observer of its current (or last)
-run: when a run starts with an observer that already recorded a run, the runtime replaces it
+run: when a run starts with an observer that already recorded a run, the tracer replaces it
 with ``observer.fresh(run_id)`` (same model and prices, empty). Read ``rt.observer`` after
 each run; an observer you kept a reference to still holds its own run only. At the start of
 a run the observer's ``run_id`` becomes the run's (``AgentResult.run_id``, the checkpoints'
@@ -23,18 +31,40 @@ a run the observer's ``run_id`` becomes the run's (``AgentResult.run_id``, the c
 from __future__ import annotations
 
 import time
+import weakref
 from typing import Any
 
-__all__ = ["RuntimeTracer", "trace_runtime"]
+from ..runtime.context import HOOK_EVENTS
+
+__all__ = ["RuntimeTracer", "attach"]
+
+#: The tracer of each runtime (one per runtime, however many observers are attached).
+_TRACERS: "weakref.WeakKeyDictionary[Any, RuntimeTracer]" = weakref.WeakKeyDictionary()
+
+
+def attach(runtime: Any, observer: Any) -> "RuntimeTracer":
+    """Trace ``runtime``'s runs into ``observer`` (``runtime.observer`` from now on)."""
+    runtime.observer = observer
+    tracer = _TRACERS.get(runtime)
+    if tracer is None:
+        tracer = _TRACERS[runtime] = RuntimeTracer(runtime)
+        runtime.on("*", tracer)
+    return tracer
 
 
 class RuntimeTracer:
-    """A hook (``rt.on(event, tracer)``) that records one run at a time into ``rt.observer``."""
+    """A ``"*"`` hook that records one run at a time into ``runtime.observer``."""
 
     def __init__(self, runtime: Any) -> None:
         self.rt = runtime
         self.obs: Any = None
+        self._ctx: Any = None  # the RunContext of the run being traced
+        self._early: list[tuple[str, dict]] = []  # extension events of a run not started here yet
         self._reset()
+        self._handlers = {"turn_start": self._turn_start, "turn_end": self._turn_end,
+                          "run_end": self._run_end, "llm_start": self._llm_start,
+                          "llm_end": self._llm_end, "tool_start": self._tool_start,
+                          "tool_end": self._tool_end, "error": self._error}
 
     def _reset(self) -> None:
         self.run_span = self.turn_span = None
@@ -47,15 +77,23 @@ class RuntimeTracer:
         kind = event.get("type")
         if kind == "run_start":
             self._run_start(event)
-        elif self.obs is not None:
-            handler = getattr(self, f"_{kind}", None)
-            if handler is not None:
-                handler(event)
+        elif kind not in HOOK_EVENTS:
+            self._extension_event(str(kind), {k: v for k, v in event.items() if k != "type"})
+        elif self.obs is not None and self.run_span is not None and kind in self._handlers:
+            self._handlers[kind](event)
+
+    def _extension_event(self, kind: str, attrs: dict) -> None:
+        if self._ctx is not None and self.rt.context is self._ctx:
+            if self.obs is not None:
+                self.obs.record_event(kind, **attrs)  # in the run span, or after run_end
+        else:  # the run has not reached this tracer's run_start yet
+            self._early.append((kind, attrs))
 
     # -- run and turns
     def _run_start(self, event: dict) -> None:
         obs = self.rt.observer
         self._reset()
+        self._ctx, early, self._early = self.rt.context, self._early, []
         if obs is None:
             self.obs = None
             return
@@ -70,6 +108,8 @@ class RuntimeTracer:
             "gen_ai.operation.name": "invoke_agent", "gen_ai.request.model": obs.model,
             "agentlab.run_id": run_id})
         self.compressions = len(getattr(self.rt.messages, "compressions", None) or [])
+        for kind, attrs in early:
+            obs.record_event(kind, **attrs)
 
     def _turn_start(self, event: dict) -> None:
         self._end_turn("ok")
@@ -106,7 +146,7 @@ class RuntimeTracer:
             "gen_ai.usage.input_tokens": int(usage.get("prompt_tokens") or 0),
             "gen_ai.usage.output_tokens": int(usage.get("completion_tokens") or 0)})
         self.obs.finish(reason)
-        self.obs = None
+        self.run_span = None  # the observer stays: later extension events of this run go to it
 
     # -- calls
     def _llm_start(self, event: dict) -> None:
@@ -128,8 +168,7 @@ class RuntimeTracer:
     def _tool_end(self, event: dict) -> None:
         call_id, name = str(event.get("id")), str(event.get("name"))
         start = self.tool_t0.pop(call_id, None)
-        durable = getattr(self.rt, "_durable", None)
-        if durable is not None and call_id in durable.replayed:  # it did not run in this process
+        if event.get("replayed"):  # answered from a log: it did not run in this process
             self.obs.record_event("tool_replayed", tool=name, tool_call_id=call_id)
             return
         self.obs.record_tool_call(name, float(event.get("duration_ms") or 0.0),
@@ -148,16 +187,3 @@ class RuntimeTracer:
         else:
             self.run_span.set_attribute("error.type", code)
             self.obs.record_event("error", code=code, message=str(event.get("message") or ""))
-
-
-def trace_runtime(rt: Any) -> RuntimeTracer:
-    """Subscribe a ``RuntimeTracer`` to ``rt``'s hook events (once per runtime); returns it."""
-    tracer = getattr(rt, "_tracer", None)
-    if tracer is None:
-        from ..runtime.loop import HOOK_EVENTS
-
-        tracer = RuntimeTracer(rt)
-        for kind in HOOK_EVENTS:
-            rt.on(kind, tracer)
-        rt._tracer = tracer
-    return tracer

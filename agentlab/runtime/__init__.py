@@ -3,12 +3,18 @@
 Taught in ``notebooks/06_runtime_loop.ipynb`` and ``notebooks/07_streaming.ipynb``:
 
 - ``loop.py``: ``AgentRuntime``, the article's loop with terminal states, budgets and hooks;
+- ``context.py``: ``RunContext`` and the hook events, the seam chapters 11-12 plug into;
 - ``types.py``: ``RunState``, ``RuntimeConfig``, ``AgentResult``;
+- ``protocols.py``: what the runtime needs from its collaborators (``LLM``, ``Executor``, ...);
 - ``loop_guard.py``: ``LoopDetector`` (repetition and A->B->A->B cycles).
 """
-from .loop import HOOK_EVENTS, STREAM_EVENTS, AgentRuntime
+from .context import HOOK_EVENTS, LAST_RUN_KEY, STREAM_EVENTS, RunContext
+from .loop import AgentRuntime
 from .loop_guard import LoopDetector, call_signature, turn_signature
+from .protocols import LLM, Executor, Extension, Messages, Registry, StateStoreLike
 from .types import AgentResult, RunState, RuntimeConfig
 
-__all__ = ["AgentRuntime", "RunState", "RuntimeConfig", "AgentResult", "HOOK_EVENTS",
-           "STREAM_EVENTS", "LoopDetector", "call_signature", "turn_signature"]
+__all__ = ["AgentRuntime", "RunState", "RuntimeConfig", "AgentResult", "RunContext",
+           "HOOK_EVENTS", "STREAM_EVENTS", "LAST_RUN_KEY", "LoopDetector", "call_signature",
+           "turn_signature", "LLM", "Registry", "Executor", "Messages", "StateStoreLike",
+           "Extension"]

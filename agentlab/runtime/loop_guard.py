@@ -23,6 +23,8 @@ import json
 from collections import Counter, deque
 from typing import Any, Iterable
 
+from ..errors import ConfigError
+
 __all__ = ["call_signature", "turn_signature", "LoopDetector"]
 
 
@@ -61,7 +63,8 @@ class LoopDetector:
 
     def __init__(self, window: int = 4, threshold: int = 3) -> None:
         if window < 2 or threshold < 2:
-            raise ValueError("loop detection needs window >= 2 and threshold >= 2")
+            raise ConfigError("invalid_config", "loop detection needs window >= 2 and "
+                              f"threshold >= 2, got window={window!r}, threshold={threshold!r}")
         self.window = window
         self.threshold = threshold
         self.history: deque[str] = deque(maxlen=window)
