@@ -1,9 +1,8 @@
 """Whole runs against what real providers send (issue 11): refusals, cut-short tool calls,
 streams without a finish reason, empty answers, tool calls without ids.
 
-The client side (``agentlab.llm``) is done; the tests marked ``xfail(strict=True, reason="needs
-runtime change")`` describe what ``AgentRuntime`` must do with it (the runtime loop is being
-restructured elsewhere). Flip them when ``agentlab/runtime/loop.py`` does it.
+The client (``agentlab.llm``) keeps what the provider said; the runtime decides what a run
+does with it (``agentlab/runtime/steps.py``: ``_stop_if_refused``, ``_cut_short``).
 """
 from __future__ import annotations
 
@@ -18,9 +17,6 @@ from agentlab.checkpoints import CheckpointManager
 from agentlab.llm import LLMClient
 from agentlab.runtime import AgentRuntime, RunState
 from agentlab.tools import ToolRegistry
-
-NEEDS_RUNTIME = pytest.mark.xfail(strict=True, reason="needs runtime change")
-
 
 def counting_registry():
     reg, ran = ToolRegistry(), []
@@ -102,7 +98,7 @@ def test_no_choices_ends_the_run_in_error_not_as_an_empty_success():
     assert len(sent) == 2  # retried once (max_retries=1), as a 5xx would be
 
 
-# -- what the runtime still has to do ---------------------------------------------------------
+# -- what the runtime does with it ---------------------------------------------------------
 
 REFUSAL = "I'm sorry, I can't help with that."
 
@@ -115,7 +111,6 @@ def unless_bad(bad_reply):
     return sim.Function(respond)
 
 
-@NEEDS_RUNTIME
 @pytest.mark.parametrize("stream", [False, True])
 def test_a_refusal_ends_the_run_as_error_refused_with_the_refusal_text(stream):
     reg, ran = counting_registry()
@@ -133,7 +128,6 @@ def test_a_refusal_ends_the_run_as_error_refused_with_the_refusal_text(stream):
     assert ran == []
 
 
-@NEEDS_RUNTIME
 def test_length_with_tool_calls_runs_none_of_them_and_ends_exhausted():
     reg, ran = counting_registry()
     calls = [sim.call("lookup", {"key": "a long key " * 30}), sim.call("lookup", {"key": "b"})]
@@ -150,7 +144,6 @@ def test_length_with_tool_calls_runs_none_of_them_and_ends_exhausted():
     assert rt.run("try again").state is RunState.FINISHED  # history valid for the strict sim
 
 
-@NEEDS_RUNTIME
 def test_content_filter_with_tool_calls_runs_none_of_them():
     reg, ran = counting_registry()
     s = sim.Simulator(unless_bad(sim.filtered(sim.call("lookup", {"key": "x"}))))

@@ -50,11 +50,11 @@ from ..errors import AgentError
 __all__ = ["RunContext", "HOOK_EVENTS", "STREAM_EVENTS", "LAST_RUN_KEY"]
 
 #: Events a hook can subscribe to with ``AgentRuntime.on`` (``"*"`` subscribes to all).
-HOOK_EVENTS = ("run_start", "turn_start", "llm_start", "text", "llm_end", "tool_start",
-               "tool_end", "turn_end", "error", "run_end")
+HOOK_EVENTS = ("run_start", "turn_start", "llm_start", "text", "llm_end", "refusal",
+               "tool_start", "tool_end", "turn_end", "error", "run_end")
 #: Event types ``run_stream()`` yields.
-STREAM_EVENTS = frozenset({"text", "tool_start", "tool_end", "turn_start", "turn_end", "error",
-                           "done"})
+STREAM_EVENTS = frozenset({"text", "refusal", "tool_start", "tool_end", "turn_start",
+                           "turn_end", "error", "done"})
 #: The state-store key under which the runtime keeps the last ``AgentResult`` (opt-in ``state=``).
 LAST_RUN_KEY = "last_run"
 

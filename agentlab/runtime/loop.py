@@ -148,7 +148,7 @@ class AgentRuntime(TurnSteps):
                 self.messages.append({"role": "user", "content": user_input})
             yield from self._event(ctx, "run_start", run_id=ctx.run_id, input=user_input,
                                    resumed_from=ctx.resumed_from, turn=ctx.turns)
-            tools = self.registry.get_all_schemas() or None  # once per run (schemas are copies)
+            tools = self._offer_tools()  # once per run; the message budget counts them
             detector = LoopDetector(self.config.loop_detection_window,
                                     self.config.loop_detection_threshold)
             while True:
@@ -156,7 +156,9 @@ class AgentRuntime(TurnSteps):
                 turn = self._new_turn(ctx)
                 yield from self._event(ctx, "turn_start", turn=ctx.turns)
                 resp, content = yield from self._call_model(ctx, tools, stream, turn)
-                if not resp.tool_calls:  # plain text: the model is done (or was cut short)
+                yield from self._stop_if_refused(ctx, resp, content, turn)
+                if not resp.tool_calls or self._cut_short(resp):  # the model is done (or was
+                    # cut short: then none of its tool calls runs)
                     yield from self._end_turn(ctx, turn, tool_calls=0)
                     self._finish_text(ctx, resp, content)  # always raises StopRun
                 self._stop_if_incomplete(resp)

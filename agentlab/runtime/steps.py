@@ -19,7 +19,7 @@ from ..executor import ToolExecutor, ToolResult
 from .context import STREAM_EVENTS, RunContext
 from .hooks import Hooks
 from .loop_guard import LoopDetector
-from .protocols import LLM, Executor, Messages, ModelReply
+from .protocols import LLM, Executor, Messages, ModelReply, Registry
 from .types import RunState, RuntimeConfig
 
 __all__ = ["TurnSteps", "StopRun"]
@@ -47,6 +47,7 @@ class TurnSteps:
     """Model call, reply checks and tool batch of one turn (a base of ``AgentRuntime``)."""
 
     llm: LLM
+    registry: Registry
     config: RuntimeConfig
     messages: Messages
     executor: Executor
@@ -60,11 +61,32 @@ class TurnSteps:
             f"{ctx.turns}; raise max_total_time or narrow the task", retryable=True))
 
     # -- one model call -----------------------------------------------------------------------
+    def _offer_tools(self) -> list | None:
+        """The tool schemas sent with every request of this run; the message manager counts
+        them in its budget (chapter 04: 40 tools can take 2,000 tokens)."""
+        tools = self.registry.get_all_schemas() or None  # copies: safe to hand out
+        set_tools = getattr(self.messages, "set_tools", None)
+        if set_tools is not None:
+            set_tools(tools)
+        return tools
+
+    def _check_context(self) -> None:
+        """Stop before a request that cannot fit the model's context: it would only earn the
+        provider's 400 (``context_overflow``, chapter 04)."""
+        check_budget = getattr(self.messages, "check_budget", None)
+        if check_budget is None:
+            return
+        try:
+            check_budget()
+        except AgentError as exc:
+            raise StopRun(RunState.ERROR, "context_overflow", exc) from None
+
     def _call_model(self, ctx: RunContext, tools: list | None, stream: bool, turn: dict):
         """One model call bounded by the time left; returns (response, text)."""
         timeout = ctx.remaining()
         if self.config.step_timeout is not None:
             timeout = min(timeout, self.config.step_timeout)
+        self._check_context()
         msgs = self.messages.get_messages()
         yield from self._event(ctx, "llm_start", turn=ctx.turns, messages=len(msgs))
         t = time.monotonic()
@@ -131,6 +153,29 @@ class TurnSteps:
                 "stream_incomplete", "the stream broke before the answer was complete",
                 retryable=True))
         raise StopRun(RunState.FINISHED, "completed")
+
+    def _stop_if_refused(self, ctx: RunContext, resp: ModelReply, content: str,
+                         turn: dict) -> Iterator[dict]:
+        """A refusal is not an answer: the run ends ERROR ``refused`` with the refusal text as
+        its content (and in the error's details). The refusal stays in the history, so a
+        follow-up ``run()`` sends a valid conversation."""
+        refusal = getattr(resp, "refusal", None)
+        if not refusal:
+            return
+        self.messages.append(self._assistant_message(resp, content))
+        ctx.content = refusal
+        turn["end_ms"] = ctx.elapsed_ms()
+        yield from self._event(ctx, "refusal", turn=ctx.turns, refusal=refusal)
+        yield from self._event(ctx, "turn_end", turn=ctx.turns, tool_calls=0,
+                               duration_ms=turn["end_ms"] - turn["start_ms"])
+        raise StopRun(RunState.ERROR, "refused", AgentError(
+            "refused", f"the model declined: {refusal}", details={"refusal": refusal}))
+
+    @staticmethod
+    def _cut_short(resp: ModelReply) -> bool:
+        """Cut at the output limit or by a content filter: tool calls in such a reply may be
+        incomplete or withheld, so none of them runs (``_finish_text`` ends the run)."""
+        return resp.finish_reason in ("length", "content_filter")
 
     @staticmethod
     def _stop_if_incomplete(resp: ModelReply) -> None:

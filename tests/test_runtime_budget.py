@@ -1,0 +1,35 @@
+"""The runtime and the message budget (chapters 04 + 06): tool schemas are counted, and a request
+that cannot fit is never sent."""
+from agentlab import sim
+from agentlab.messages import MessageManager
+from agentlab.runtime import AgentRuntime, RunState
+from agentlab.tools import ToolRegistry
+
+
+def many_tools(n: int) -> ToolRegistry:
+    reg = ToolRegistry()
+    for i in range(n):
+        def tool(query: str, limit: int = 5) -> str:
+            return query
+        reg.register(tool, name=f"search_corpus_{i}",
+                     description="Search the offline corpus of pages about asyncio and agents "
+                                 "for a query and return the best matching snippets.")
+    return reg
+
+
+def test_the_runtime_tells_the_manager_which_tool_schemas_it_sends():
+    s = sim.Simulator([sim.text("ok")])
+    reg = many_tools(40)
+    rt = AgentRuntime(s.llm(), reg)
+    assert rt.run("hi").state is RunState.FINISHED
+    assert rt.messages.tools_tokens > 1000  # 40 schemas counted, not 0
+    assert rt.messages.count_tokens() >= rt.messages.tools_tokens
+
+
+def test_a_request_over_the_budget_is_never_sent_and_the_run_says_why():
+    s = sim.Simulator([sim.text("never")])
+    mm = MessageManager(system_prompt="You are terse.", max_tokens=600)
+    rt = AgentRuntime(s.llm(), many_tools(40), messages=mm)  # the schemas alone exceed 600
+    r = rt.run("hi")
+    assert (r.state, r.stopped_reason) == (RunState.ERROR, "context_overflow")
+    assert r.errors[-1]["code"] == "context_overflow" and s.requests == []
