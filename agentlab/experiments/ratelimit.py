@@ -84,7 +84,7 @@ class TokenBucket:
         while True:
             with self._lock:
                 self._refill()
-                if self._tokens >= need:
+                if self._tokens >= need - 1e-9:  # tolerance: refills are float sums
                     self._tokens -= n  # may go below zero: a debt repaid by later refills
                     self.waited_s += waited
                     return waited

@@ -172,9 +172,12 @@ def run(experiment: Any, *, workers: int | None = None, fleet: Any = False,
     reused, t0 = len(done), time.perf_counter()
     if store is not None:
         store.write_manifest(manifest)
+    # cells with the same settings, seed and task (a grid key their scenario ignores) are
+    # one computation: run once, shown in every row that names it
+    unique = list({c.cell_id: c for c in reversed(cells)}.values())[::-1]
     try:
-        _loop([c for c in cells if c.cell_id not in done], executor, store, done, cap,
-              _progress(progress, len(cells), len(done), experiment.name))
+        _loop([c for c in unique if c.cell_id not in done], executor, store, done, cap,
+              _progress(progress, len(unique), len(done), experiment.name))
     except BaseException:
         manifest.update(status="interrupted", ended_at=now_iso())
         if store is not None:

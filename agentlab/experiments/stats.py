@@ -144,7 +144,7 @@ def percentile_table(df: Any, value: str, by: Sequence[str], qs: Sequence[float]
             row = dict(zip(by, key))
             row.update(q=q, n=n, value=math.nan if est is None else est, low=low, high=high,
                        min_n=need, few_samples=n < need,
-                       censored=bool(share > 0 and share >= 1 - q / 100.0))
+                       censored=bool(share > 0 and share >= 1 - q / 100.0 - 1e-9))
             rows.append(row)
             if n < need:
                 flagged.append(f"p{q:g} of {', '.join(map(str, key)) or 'all'} (n={n} < {need})")
