@@ -157,6 +157,8 @@ def test_interrupted_sweep_resumes_without_rerunning_finished_cells(tmp_path, co
         ("interrupted", 0, 4), ("complete", 4, 6)]
     lines = (tmp_path / "cells.jsonl").read_text().splitlines()
     assert len(lines) == 10 and len({json.loads(x)["cell_id"] for x in lines}) == 10
+    fresh = exp.run(workers=1, progress=False)  # the journal's records make the same table
+    pd.testing.assert_frame_equal(_stable(res.runs, "runs"), _stable(fresh.runs, "runs"))
 
 
 def test_a_torn_last_journal_line_is_ignored_and_trimmed(tmp_path, count):

@@ -132,9 +132,9 @@ def _run_agent(s: dict, llm: Any, simulator: Any, registry: ToolRegistry, execut
 
 
 # -- tools: timeouts under a latency workload ------------------------------------------------
-_TOOLS = {**_LLM, "workload": "heavy_tail", "turns": 6, "time_scale": 0.005, "hang_s": 240.0,
+_TOOLS = {**_LLM, "workload": "heavy_tail", "turns": 6, "time_scale": 0.01, "hang_s": 240.0,
           "timeouts": "adaptive", "fixed_timeout_s": 30.0, "initial_timeout_s": 30.0,
-          "multiplier": 1.5, "min_timeout_s": 0.5, "max_timeout_s": 120.0,
+          "multiplier": 1.5, "min_timeout_s": 1.0, "max_timeout_s": 120.0,
           "timeout_rule": "censoring_aware", "warmup_calls": 100, "parallel_tool_calls": True,
           "tool_workers": 4}
 _WARMUP_SEED = 1_000_003  # warm-up draws come from other seeds than the measured calls

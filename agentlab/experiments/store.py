@@ -92,7 +92,7 @@ class SweepStore:
             self.dir.mkdir(parents=True, exist_ok=True)
             self._trim_torn_tail()
             self._file = open(self.journal, "a", encoding="utf-8")
-        self._file.write(json.dumps(record, sort_keys=True) + "\n")
+        self._file.write(json.dumps(record) + "\n")  # key order kept: it is the column order
         self._file.flush()
 
     def close(self) -> None:

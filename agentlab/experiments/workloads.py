@@ -26,14 +26,14 @@ __all__ = ["WORKLOADS", "workload_models", "KeyedTool", "random_dag"]
 
 def _heavy_tail(seed: int, warmup: bool = False) -> dict[str, LatencyModel]:
     # the shapes of notebook 09: a cached query, a lognormal search with a heavy tail, and an
-    # API that becomes 6x slower from its 4th call on (a dependency degrading mid-run; its
+    # API that becomes 6x slower from its 3rd call on (a dependency degrading mid-run; its
     # warm-up history is from before, when it was healthy)
     api = LogNormal(300, 0.4, seed=seed * 10 + 5)
     return {"db_query": Hanging(Bimodal(5, 300, hit_rate=0.8, seed=seed * 10 + 1),
                                 hang_rate=0.01, seed=seed * 10 + 2),
             "web_search": Hanging(LogNormal(800, sigma=0.9, seed=seed * 10 + 3),
                                   hang_rate=0.02, seed=seed * 10 + 4),
-            "flaky_api": Hanging(api if warmup else Slowdown(api, start_call=3, factor=6),
+            "flaky_api": Hanging(api if warmup else Slowdown(api, start_call=2, factor=6),
                                  hang_rate=0.02, seed=seed * 10 + 6)}
 
 

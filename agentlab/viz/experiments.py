@@ -64,10 +64,11 @@ def plot_percentile_bars(table: Any, *, metric: str = "duration_ms",
         ax.set_ylabel(f"{metric} ({_unit(metric)}{', log scale' if log_y else ''})", fontsize=8)
         if log_y:
             ax.set_yscale("log")
-    axes[0, 0].legend(fontsize=7, loc="upper left")
+    handles, labels = axes[0, 0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=len(configs), fontsize=8, frameon=False)
     fig.suptitle(title or f"{metric} percentiles with 95% bootstrap intervals "
                  "(hatched: too few samples)", fontsize=10)
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0.07, 1, 1))
     plt.close(fig)
     return fig
 
