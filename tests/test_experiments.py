@@ -168,7 +168,8 @@ def test_a_torn_last_journal_line_is_ignored_and_trimmed(tmp_path, count):
     exp.run(workers=1, progress=False, out=tmp_path)
     journal = tmp_path / "cells.jsonl"
     lines = journal.read_text().splitlines()
-    journal.write_text("\n".join(lines[:2]) + "\n" + lines[2][: len(lines[2]) // 2])  # killed mid-write
+    torn = lines[2][: len(lines[2]) // 2]  # as if killed in the middle of writing line 3
+    journal.write_text("\n".join(lines[:2]) + "\n" + torn)
     (tmp_path / "runs.parquet").unlink()
     res = exp.run(workers=1, progress=False, out=tmp_path)
     assert calls == [0, 1, 2, 2] and len(res.runs) == 3

@@ -114,3 +114,24 @@ def test_a_sweep_killed_half_way_resumes_without_rerunning_finished_cells(tmp_pa
     assert (res.runs["status"] == "ok").all() and len(res.runs) == 24
     assert res.manifest["sessions"][-1]["reused"] == len(before)
     assert isinstance(pd.read_parquet(out / "tool_calls.parquet"), pd.DataFrame)
+
+
+def test_ctrl_c_prints_how_to_resume(tmp_path, capsys, monkeypatch):
+    from agentlab.experiments import SCENARIOS, CellOutput, register_scenario
+    calls = []
+
+    def scenario(settings, seed, task, **_):
+        calls.append(seed)
+        if seed == 2:
+            raise KeyboardInterrupt
+        return CellOutput({"state": "finished", "success": True, "cost_usd": 0.0})
+
+    monkeypatch.setitem(SCENARIOS, "ctrl_c", None)  # removed again after the test
+    register_scenario("ctrl_c", scenario)
+    spec = tmp_path / "s.toml"
+    spec.write_text('name = "c"\nseeds = 4\ntasks = ["ctrl_c"]\n')
+    out = tmp_path / "out"
+    assert cli.main(["sweep", str(spec), "--out", str(out), "--workers", "1",
+                     "--no-progress"]) == 130
+    err = capsys.readouterr().err
+    assert "interrupted; 2 finished cell(s)" in err and "again to resume" in err

@@ -62,11 +62,18 @@ def run(args: argparse.Namespace) -> int:
     except AgentError as exc:
         print(f"agentlab sweep: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        done = len(SweepStore(out).records())
+        print(f"\nagentlab sweep: interrupted; {done} finished cell(s) are in {out}. Run the "
+              "same command again to resume.", file=sys.stderr)
+        return 130
     m = results.manifest
     session = (m.get("sessions") or [{}])[-1]
+    on_sim = all(t["settings"].get("endpoint", "sim") == "sim" for t in m["tasks"])
     print(f"{m['name']}: {m['cells']} cells, {session.get('ran')} ran, {session.get('reused')} "
-          f"reused, status {m['counts']}; {m.get('runs_per_s')} runs/s; "
-          f"spent ${m['cost']['spent_usd']:.4f}")
+          f"reused, status {m['counts']}; {m.get('runs_per_s')} runs/s; tokens worth "
+          f"${m['cost']['spent_usd']:.4f} at list prices"
+          + (" (simulator: nothing charged)" if on_sim else ""))
     print(f"tables in {out} (runs.parquet, tool_calls.parquet, CSV, manifest.json); "
           f"next: agentlab report {out}")
     return 1 if m["counts"].get("error") else 0

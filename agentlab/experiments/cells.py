@@ -18,7 +18,6 @@ import os
 import time
 import traceback
 from dataclasses import asdict, dataclass, field
-from typing import Any
 
 from ..errors import ConfigError
 from .ratelimit import RateLimiter

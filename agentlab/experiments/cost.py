@@ -4,7 +4,8 @@ The bound is simple and hard: a cell makes at most ``max_turns`` model calls, ea
 prompt of at most ``context_tokens`` (the ``MessageManager`` budget) and an answer of at most
 ``max_output_tokens`` (sent as ``max_completion_tokens``), so
 
-    worst case per cell = max_turns x (context_tokens x input price + max_output_tokens x output price)
+    worst case per cell = max_turns x (context_tokens x input price
+                                       + max_output_tokens x output price)
 
 The runner reserves that much for every cell it starts, never starts one that could take
 the sweep over its cap, and each cell's client refuses a call that would pass the cell's own
@@ -61,8 +62,8 @@ class CostEstimate:
         out = [f"cost (prices from agentlab.models): worst case ${self.worst_case_usd:.4f} "
                f"for the {self.to_run} cell(s) to run (at most ${self.per_cell_max_usd:.4f} each)"]
         if self.finished:
-            out.append(f"  already spent ${self.spent_usd:.4f} on {self.finished} finished cell(s); "
-                       f"at that rate the rest costs about ${self.expected_usd:.4f}")
+            out.append(f"  already spent ${self.spent_usd:.4f} on {self.finished} finished "
+                       f"cell(s); at that rate the rest costs about ${self.expected_usd:.4f}")
         for label, usd in self.by_config.items():
             out.append(f"  {label}: worst case ${usd:.4f}")
         if self.cap_usd is not None:

@@ -51,7 +51,8 @@ class TokenBucket:
                  burst_s: float = 10.0, clock: Callable[[], float] = time.monotonic,
                  sleep: Callable[[float], None] = time.sleep) -> None:
         if not rate_per_minute > 0:
-            raise ConfigError("invalid_config", f"rate_per_minute must be > 0, got {rate_per_minute!r}")
+            raise ConfigError("invalid_config",
+                              f"rate_per_minute must be > 0, got {rate_per_minute!r}")
         self.rate_per_s = float(rate_per_minute) / 60.0
         self.capacity = float(capacity) if capacity is not None else max(
             1.0, self.rate_per_s * burst_s)
@@ -183,8 +184,9 @@ class LimitedLLM:
         if self.budget_usd is not None:
             worst = self._price(prompt, out_cap)
             if self.spent_usd + worst > self.budget_usd:
+                left = self.budget_usd - self.spent_usd
                 raise ProviderError("cost_budget", f"not sent: this call could cost up to "
-                                    f"${worst:.4f} and the run has ${self.budget_usd - self.spent_usd:.4f} "
+                                    f"${worst:.4f} and the run has ${left:.4f} "
                                     "left of its budget; raise the sweep's cost cap or lower "
                                     "max_turns / context_tokens", details={
                                         "spent_usd": self.spent_usd, "budget_usd": self.budget_usd,
@@ -195,7 +197,8 @@ class LimitedLLM:
 
     def _after(self, estimate: int, response: Any) -> None:
         usage = getattr(response, "usage", None) or {}
-        prompt, completion = int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0)
+        prompt = int(usage.get("prompt_tokens") or 0)
+        completion = int(usage.get("completion_tokens") or 0)
         if self.budget_usd is not None:
             self.spent_usd += self._price(prompt, completion)
         if self.limiter is not None:

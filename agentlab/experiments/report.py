@@ -29,10 +29,13 @@ def _fmt(v: Any) -> str:
     if isinstance(v, bool):
         return "yes" if v else ""
     if isinstance(v, float):
-        if math.isnan(v):
-            return ""
-        return f"{v:.4g}" if abs(v) < 1e5 else f"{v:.3e}"
+        return "" if math.isnan(v) else _num(v)
     return str(v)
+
+
+def _num(v: float) -> str:
+    """4 significant digits, without switching to exponents for counts like 12906."""
+    return f"{v:.0f}" if 1e4 <= abs(v) < 1e9 else f"{v:.4g}"
 
 
 def markdown_table(rows: Sequence[dict], columns: Sequence[str]) -> str:
@@ -47,7 +50,9 @@ def markdown_table(rows: Sequence[dict], columns: Sequence[str]) -> str:
 def _interval(mean: float, low: float, high: float) -> str:
     if math.isnan(mean):
         return ""
-    return f"{mean:.4g} [{low:.4g}, {high:.4g}]" if math.isfinite(low) else f"{mean:.4g}"
+    if not math.isfinite(low):
+        return _num(mean)
+    return f"{_num(mean)} [{_num(low)}, {_num(high)}]"
 
 
 def _summary_section(results: Results) -> tuple[list[str], list[str]]:

@@ -37,7 +37,7 @@ from .store import MANIFEST, SweepStore, replace_file
 __all__ = ["Results", "MEASURED", "build_tables"]
 
 #: Columns that measure elapsed time: they differ between two runs of the same sweep.
-MEASURED = {"runs": ("wall_s", "makespan_ms", "makespan_ratio"),
+MEASURED = {"runs": ("wall_s", "wasted_s", "makespan_ms", "makespan_ratio"),
             "tool_calls": ("duration_ms", "wasted_ms")}
 _KEYS = ("cell_id", "index", "config")
 _TAIL = ("task", "scenario", "seed", "status")

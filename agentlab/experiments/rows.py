@@ -92,7 +92,8 @@ def agent_run_row(result: Any, *, model: str, tool_rows: list[dict],
     the requests beyond ``turns`` are retries; ``llm_failed_requests`` counts the non-200s.
     """
     usage = result.usage or {}
-    prompt, completion = int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0)
+    prompt = int(usage.get("prompt_tokens") or 0)
+    completion = int(usage.get("completion_tokens") or 0)
     codes = Counter(str(e.get("code", "unknown")) for e in result.errors)
     requests = requests or []
     state = getattr(result.state, "value", str(result.state))

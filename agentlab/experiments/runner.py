@@ -281,6 +281,7 @@ def _finish(manifest: dict, done: dict, reused: int, t0: float) -> dict:
     manifest["sessions"] = manifest["sessions"] + [{
         "started_at": manifest["started_at"], "ended_at": manifest["ended_at"],
         "status": manifest["status"], "reused": reused, "ran": ran,
-        "elapsed_s": round(elapsed, 3), "runs_per_s": round(ran / elapsed, 3) if elapsed > 0 else None}]
+        "elapsed_s": round(elapsed, 3),
+        "runs_per_s": round(ran / elapsed, 3) if elapsed > 0 else None}]
     manifest["runs_per_s"] = manifest["sessions"][-1]["runs_per_s"]
     return manifest

@@ -187,7 +187,8 @@ class Experiment:
                 uses_llm = get_scenario(task.scenario).uses_llm
                 for seed in self.seeds:
                     tdict = asdict(task)
-                    budget = worst_case_usd(settings, uses_llm) if cost_cap_usd is not None else None
+                    budget = (worst_case_usd(settings, uses_llm) if cost_cap_usd is not None
+                              else None)
                     out.append(Cell(cell_id(settings, seed, tdict), len(out), label, point, tdict,
                                     seed, settings, budget, dict(limits or {})))
         return out
@@ -201,7 +202,7 @@ class Experiment:
 
     def estimate_cost(self, records: dict | None = None,
                       cost_cap_usd: float | None = None) -> CostEstimate:
-        """Worst-case cost of the cells not yet in ``records`` (see ``agentlab.experiments.cost``)."""
+        """Worst-case cost of the cells not yet in ``records`` (``agentlab.experiments.cost``)."""
         uses = {t.scenario: get_scenario(t.scenario).uses_llm for t in self.tasks}
         return estimate_cost(self.cells(), uses, records, cost_cap_usd)
 

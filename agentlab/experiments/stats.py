@@ -102,7 +102,8 @@ def percentile_interval(values: Sequence[float], q: float, *, confidence: float 
 
 
 def mean_interval(values: Sequence[float], *, confidence: float = 0.95,
-                  n_resamples: int = DEFAULT_RESAMPLES, seed: int = 0) -> tuple[float, float, float]:
+                  n_resamples: int = DEFAULT_RESAMPLES,
+                  seed: int = 0) -> tuple[float, float, float]:
     """``(mean, low, high)`` with a bootstrap interval (booleans count as 0/1)."""
     import numpy as np  # lazy: heavy
 
