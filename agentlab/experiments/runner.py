@@ -152,11 +152,22 @@ def run(experiment: Any, *, workers: int | None = None, fleet: Any = False,
     workers = workers if workers is not None else opts.get("workers") or os.cpu_count() or 1
     if workers < 1:
         raise ConfigError("invalid_argument", f"workers must be >= 1, got {workers}")
-    fleet = fleet or opts.get("fleet", False)
-    if executor is None:
-        executor = (fleet if fleet and not isinstance(fleet, bool) else fleet_executor()
-                    if fleet else InProcessCells() if workers == 1 else ProcessPoolCells(workers))
-    n = max(1, int(getattr(executor, "workers", workers)))
+    executor = executor or _choose_executor(fleet or opts.get("fleet", False), workers)
+    try:
+        return _run(experiment, executor, out, progress, force, cap, rpm, tpm)
+    finally:
+        executor.shutdown(cancel=True)
+
+
+def _choose_executor(fleet: Any, workers: int) -> CellExecutor:
+    if fleet:
+        return fleet_executor() if isinstance(fleet, bool) else fleet  # an executor object
+    return InProcessCells() if workers == 1 else ProcessPoolCells(workers)
+
+
+def _run(experiment: Any, executor: CellExecutor, out: Any, progress: Any, force: bool,
+         cap: float | None, rpm: float | None, tpm: float | None) -> Results:
+    n = max(1, int(getattr(executor, "workers", 1)))
     limits = {k: v / n for k, v in (("requests_per_minute", rpm), ("tokens_per_minute", tpm)) if v}
     cells = experiment.cells(cost_cap_usd=cap, limits=limits)
     if cap is not None:
@@ -174,9 +185,11 @@ def run(experiment: Any, *, workers: int | None = None, fleet: Any = False,
         store.write_manifest(manifest)
     # cells with the same settings, seed and task (a grid key their scenario ignores) are
     # one computation: run once, shown in every row that names it
-    unique = list({c.cell_id: c for c in reversed(cells)}.values())[::-1]
+    unique: dict[str, Cell] = {}
+    for cell in cells:
+        unique.setdefault(cell.cell_id, cell)
     try:
-        _loop([c for c in unique if c.cell_id not in done], executor, store, done, cap,
+        _loop([c for c in unique.values() if c.cell_id not in done], executor, store, done, cap,
               _progress(progress, len(unique), len(done), experiment.name))
     except BaseException:
         manifest.update(status="interrupted", ended_at=now_iso())
@@ -184,8 +197,6 @@ def run(experiment: Any, *, workers: int | None = None, fleet: Any = False,
             store.close()
             store.write_manifest(_finish(manifest, done, reused, t0))
         raise
-    finally:
-        executor.shutdown(cancel=True)
     if store is not None:
         store.close()
     runs, calls = build_tables(cells, done)

@@ -52,9 +52,13 @@ _LLM = {"model": DEFAULT_MODEL, "endpoint": "sim", "max_turns": 20, "max_total_t
 
 @dataclass(frozen=True)
 class Scenario:
-    """A named way to run one cell: ``run(settings, seed, task) -> CellOutput``.
+    """A named way to run one cell: ``run(settings, seed, task, *, limiter, budget_usd)``.
 
-    ``uses_llm``: whether cells make model calls (and so cost money on a real endpoint).
+    ``run`` returns a ``CellOutput``; ``settings`` holds every key of ``defaults`` (resolved),
+    ``task`` is ``{"name", "scenario", "prompt"}``, and the keywords are the worker's
+    ``RateLimiter`` (or None) and the cell's budget in USD (or None): pass both to
+    ``build_llm`` so that the rate limits and the cost cap hold. ``uses_llm``: whether cells
+    make model calls (and so cost money on a real endpoint).
     """
 
     name: str
