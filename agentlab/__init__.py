@@ -33,6 +33,8 @@ _EXPORTS: dict[str, str] = {
     "CheckpointManager": "checkpoints", "AgentObserver": "observe", "RunReport": "observe",
     # the simulator
     "Simulator": "sim",
+    # 14 experiments
+    "Experiment": "experiments",
 }
 
 __all__ = sorted(_EXPORTS) + ["__version__"]

@@ -64,6 +64,14 @@ CODES: dict[str, str] = {
     "executor_error": "the executor failed before it could report a call (it may have run)",
     "state_write_failed": "the file system refused a state write; the old value is kept",
     "checkpoint_write_failed": "a checkpoint or tool result could not be written; the run goes on",
+    "invalid_spec": "an experiment spec names an unknown setting, scenario or value type",
+    "sweep_mismatch": "a sweep directory holds the results of another experiment",
+    "journal_corrupt": "a sweep's journal has a line that is not JSON (not just a torn last line)",
+    "not_a_sweep": "a directory has no sweep manifest",
+    "fleet_not_configured": "fleet=True without the chapter 13 fleet (AGENTLAB_REDIS_URL)",
+    "worker_died": "a sweep's worker process died; run the sweep again to resume",
+    "cost_budget": "a model call was not sent: it could exceed the run's cost budget",
+    "unpriced_model": "a cost cap was set for a model without prices in agentlab.models",
 }
 
 

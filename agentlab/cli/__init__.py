@@ -23,6 +23,8 @@ COMMANDS: dict[str, str] = {
     "chat": "talk with the agent in the terminal (tools on; /reset, /exit)",
     "serve": "serve the simulator as an OpenAI-compatible HTTP server",
     "exercise": "list, start, check and reset the exercises; grade a class's notebooks",
+    "sweep": "run an experiment: a grid of settings x seeds x tasks (chapter 14)",
+    "report": "write a markdown report (tables and plots) of a sweep's results",
 }
 
 EPILOG = """\

@@ -13,3 +13,4 @@ from .messages import *  # noqa: F401,F403
 from .observe import *  # noqa: F401,F403
 from .runtime import *  # noqa: F401,F403
 from .checkpoints import *  # noqa: F401,F403
+from .experiments import *  # noqa: F401,F403

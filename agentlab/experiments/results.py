@@ -1,0 +1,204 @@
+"""The results of a sweep as two pandas DataFrames, with the statistics and the files.
+
+``Results.runs``: one row per cell: ``cell_id``, ``config``, one column per grid setting,
+``task``, ``scenario``, ``seed``, ``status`` (``ok``, ``error``, ``skipped_cost_cap``), the
+run's ``state`` and ``stopped_reason``, ``success``, ``turns``, tokens, ``cost_usd``,
+tool-call counts (``tool_timeouts``, ``false_kills``, ``wasted_s``), ``llm_retries``,
+``compressions``, ``errors`` and one ``err_<code>`` column per error code, scenario metrics
+(e.g. ``makespan_ms``) and ``wall_s``.
+``Results.tool_calls``: one row per tool call: the cell's keys, ``turn``, ``tool``,
+``outcome`` (``ok`` or the error code), ``duration_ms``, ``timeout_s`` (the one enforced),
+``true_ms`` (the drawn latency when the scenario knows it), ``false_kill``, ``wasted_ms``.
+Durations are on the simulated clock (``agentlab.experiments.rows``).
+
+Rows are sorted in cell order, never in finishing order, so the same spec and seeds give the
+same tables; ``MEASURED`` lists the columns that are measurements of time and so differ
+between two runs of the same sweep (with the adaptive policy, learned timeouts derive from
+measured durations too, and a call that ends within scheduling noise of its timeout can go
+either way).
+
+``save(dir)`` writes ``runs.parquet``, ``tool_calls.parquet``, the same as CSV, and
+``manifest.json``; ``Results.load(dir)`` reads them back (or rebuilds the tables from the
+journal of an interrupted sweep). Taught in ``notebooks/14_experiments.ipynb``.
+"""
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any, Sequence
+
+from ..errors import ConfigError
+from .cells import Cell
+from .stats import (DEFAULT_RESAMPLES, PairedDifference, mean_interval, paired_difference,
+                    percentile_table)
+from .store import MANIFEST, SweepStore, replace_file
+
+__all__ = ["Results", "MEASURED", "build_tables"]
+
+#: Columns that measure elapsed time: they differ between two runs of the same sweep.
+MEASURED = {"runs": ("wall_s", "wasted_s", "makespan_ms", "makespan_ratio"),
+            "tool_calls": ("duration_ms", "wasted_ms")}
+_KEYS = ("cell_id", "index", "config")
+_TAIL = ("task", "scenario", "seed", "status")
+
+
+def _rows(cells: Sequence[Any], records: dict[str, dict]) -> tuple[list[dict], list[dict]]:
+    runs, calls = [], []
+    for cell in cells:
+        rec = records.get(cell.cell_id)
+        key = {"cell_id": cell.cell_id, "index": cell.index, "config": cell.config,
+               **cell.grid, "task": cell.task["name"], "scenario": cell.task["scenario"],
+               "seed": cell.seed}
+        if rec is None:
+            runs.append({**key, "status": "not_run"})
+            continue
+        run = dict(rec.get("run") or {})
+        codes = run.pop("error_codes", None) or {}
+        runs.append({**key, "status": rec.get("status", "ok"), **run,
+                     **{f"err_{c}": n for c, n in codes.items()}})
+        short = {k: key[k] for k in ("cell_id", "config", *cell.grid, "task", "seed")}
+        calls.extend({**short, **row} for row in rec.get("tool_calls") or [])
+    return runs, calls
+
+
+def build_tables(cells: Sequence[Any], records: dict[str, dict]) -> tuple[Any, Any]:
+    """``(runs, tool_calls)`` DataFrames for ``cells`` from their journal records."""
+    import pandas as pd  # lazy: heavy
+
+    runs, calls = _rows(cells, records)
+    r, t = pd.DataFrame(runs), pd.DataFrame(calls)
+    err = sorted(c for c in r.columns if c.startswith("err_"))
+    r[err] = r[err].fillna(0).astype(int) if err else r[err]
+    if "wall_s" in r.columns:  # measured time last
+        r = r[[c for c in r.columns if c != "wall_s"] + ["wall_s"]]
+    for df in (r, t):
+        for col in df.columns:  # a setting swept over mixed types is stored as text
+            kinds = {type(v) for v in df[col].dropna()}
+            if len(kinds) > 1 and not kinds <= {int, float, bool}:
+                df[col] = df[col].map(lambda v: v if v is None or v != v else str(v))
+    return r.reset_index(drop=True), t.reset_index(drop=True)
+
+
+class Results:
+    """What ``Experiment.run`` returns (see the module docstring)."""
+
+    def __init__(self, runs: Any, tool_calls: Any, manifest: dict | None = None) -> None:
+        self.runs, self.tool_calls = runs, tool_calls
+        self.manifest = dict(manifest or {})
+
+    def __repr__(self) -> str:
+        status = self.runs["status"].value_counts().to_dict() if len(self.runs) else {}
+        return (f"Results({len(self.runs)} runs, {len(self.tool_calls)} tool calls, "
+                f"configs={self.configs}, status={status})")
+
+    @property
+    def configs(self) -> list[str]:
+        """Configuration labels in grid order."""
+        return list(dict.fromkeys(self.runs["config"])) if len(self.runs) else []
+
+    def ok(self) -> Any:
+        """The runs that ran (not skipped or crashed)."""
+        return self.runs[self.runs["status"] == "ok"]
+
+    # -- statistics ---------------------------------------------------------------------------
+    def percentiles(self, metric: str = "duration_ms", by: Sequence[str] = ("config", "tool"),
+                    q: Sequence[float] = (50, 95, 99), *, confidence: float = 0.95,
+                    n_resamples: int = DEFAULT_RESAMPLES, seed: int = 0,
+                    where: Any = None) -> Any:
+        """Percentiles of ``metric`` per group with bootstrap intervals and sample flags.
+
+        ``metric`` is a column of ``tool_calls`` (default) or of ``runs`` (e.g. ``"wall_s"``
+        with ``by=("config",)``); ``where`` is an optional boolean mask of that table.
+        Warns ``FewSamplesWarning`` when a group has fewer than ``min_samples(q)`` values.
+        """
+        table = self.tool_calls if metric in self.tool_calls.columns else self.ok()
+        if where is not None:
+            table = table[where]
+        return percentile_table(table, metric, list(by), q, confidence=confidence,
+                                n_resamples=n_resamples, seed=seed)
+
+    def summary(self, metrics: Sequence[str] = ("success", "total_tokens", "cost_usd"), *,
+                by: Sequence[str] = ("config",), confidence: float = 0.95,
+                n_resamples: int = DEFAULT_RESAMPLES, seed: int = 0) -> Any:
+        """Mean of each run metric per group, with a bootstrap interval (``<m>_low/_high``)."""
+        import pandas as pd  # lazy: heavy
+
+        runs = self.ok()
+        metrics = [m for m in metrics if m in runs.columns]
+        rows = []
+        for key, group in runs.groupby(list(by), sort=False):
+            row = dict(zip(by, key if isinstance(key, tuple) else (key,)), runs=len(group))
+            for m in metrics:
+                row[m], row[f"{m}_low"], row[f"{m}_high"] = mean_interval(
+                    group[m].astype(float), confidence=confidence, n_resamples=n_resamples,
+                    seed=seed)
+            rows.append(row)
+        return pd.DataFrame(rows)
+
+    def compare(self, metric: str, a: str, b: str, *, on: Sequence[str] = ("task", "seed"),
+                stat: str = "mean", confidence: float = 0.95,
+                n_resamples: int = DEFAULT_RESAMPLES, seed: int = 0) -> PairedDifference:
+        """Paired difference ``b - a`` of a run metric, matching runs on ``on`` (same seeds).
+
+        ``a`` and ``b`` are configuration labels (``results.configs``).
+        """
+        runs = self.ok()
+        for label in (a, b):
+            if label not in self.configs:
+                raise ConfigError("invalid_argument", f"no configuration {label!r}; this sweep "
+                                  f"has {self.configs}")
+        if metric not in runs.columns:
+            raise ConfigError("invalid_argument", f"no run metric {metric!r}; columns: "
+                              f"{', '.join(runs.columns)}")
+        wide = runs.pivot_table(index=list(on), columns="config", values=metric,
+                                aggfunc="first")
+        if a not in wide.columns or b not in wide.columns:
+            return paired_difference([], [], stat=stat, metric=metric, labels=(a, b))
+        pairs = wide[[a, b]].astype(float).dropna()
+        return paired_difference(pairs[a].tolist(), pairs[b].tolist(), stat=stat,
+                                 confidence=confidence, n_resamples=n_resamples, seed=seed,
+                                 metric=metric, labels=(a, b))
+
+    # -- files --------------------------------------------------------------------------------
+    def save(self, directory: str | Path) -> Path:
+        """Write Parquet + CSV tables and the manifest into ``directory``; returns its path."""
+        out = Path(directory)
+        out.mkdir(parents=True, exist_ok=True)
+        for name, df in (("runs", self.runs), ("tool_calls", self.tool_calls)):
+            replace_file(out / f"{name}.parquet", lambda p, df=df: df.to_parquet(p, index=False))
+            replace_file(out / f"{name}.csv", lambda p, df=df: df.to_csv(p, index=False))
+        SweepStore(out).write_manifest(_plain(self.manifest))
+        return out
+
+    @classmethod
+    def load(cls, directory: str | Path) -> "Results":
+        """Read a saved sweep; an interrupted one is rebuilt from its journal and manifest."""
+        import pandas as pd  # lazy: heavy
+
+        src = Path(directory)
+        store = SweepStore(src)
+        manifest = store.manifest()
+        if manifest is None:
+            raise ConfigError("not_a_sweep", f"{src} has no {MANIFEST}: not a sweep directory "
+                              "(run `agentlab sweep SPEC.toml --out DIR` first)")
+        if (src / "runs.parquet").exists():
+            runs = pd.read_parquet(src / "runs.parquet")
+            calls = (pd.read_parquet(src / "tool_calls.parquet")
+                     if (src / "tool_calls.parquet").exists() else pd.DataFrame())
+            return cls(runs, calls, manifest)
+        records = store.records()  # interrupted: each journal record carries its cell
+        cells = sorted((Cell(**r["cell"]) for r in records.values()), key=lambda c: c.index)
+        return cls(*build_tables(cells, records), manifest)
+
+
+def _plain(value: Any) -> Any:
+    """A manifest as strict JSON (NaN and infinities become None)."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return json.loads(json.dumps(value, default=str)) if not isinstance(
+        value, (str, int, bool, type(None))) else value

@@ -1,0 +1,70 @@
+"""Chapter 14 plots return titled, labelled figures; the experiments package imports light."""
+from __future__ import annotations
+
+import subprocess
+import sys
+import warnings
+
+import pytest
+
+from agentlab import viz
+from agentlab.experiments import Experiment
+
+
+@pytest.fixture(scope="module")
+def results():
+    exp = Experiment(grid={"strategy": ["levels", "ready"]}, seeds=4, tasks=["dag"],
+                     settings={"dag_calls": 6})
+    return exp.run(workers=1, progress=False)
+
+
+def _labels(fig):
+    title = fig._suptitle.get_text() if fig._suptitle else fig.axes[0].get_title()
+    return title, [(ax.get_xlabel(), ax.get_ylabel()) for ax in fig.axes]
+
+
+def test_percentile_bars_have_units_and_hatch_the_few_samples(results):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        table = results.percentiles()
+    fig = viz.plot_percentile_bars(table)
+    title, labels = _labels(fig)
+    assert "95% bootstrap intervals" in title and "too few samples" in title
+    assert all("(ms" in y for _, y in labels)
+    hatched = [p for ax in fig.axes for p in ax.patches if p.get_hatch()]
+    assert len(hatched) == table["few_samples"].sum()
+
+
+def test_ecdf_marks_the_timeouts(results):
+    fig = viz.plot_latency_ecdf(results, "step")
+    (ax,) = fig.axes
+    assert "timeouts enforced" in ax.get_title()
+    assert ax.get_xlabel().startswith("call duration (ms") and "share of calls" in ax.get_ylabel()
+    assert sum("timeout" in t.get_text() for t in ax.texts) == 2  # one per configuration
+
+
+def test_paired_comparison_shows_the_difference_and_its_interval(results):
+    fig = viz.plot_paired_comparison(results, "sim_makespan_ms", "strategy=levels",
+                                     "strategy=ready")
+    title, labels = _labels(fig)
+    assert title == "sim_makespan_ms: strategy=ready vs strategy=levels"
+    assert labels[0][1] == "sim_makespan_ms (ms)"
+    assert labels[1][0] == "strategy=ready minus strategy=levels (ms)"
+    legend = [t.get_text() for t in fig.axes[1].get_legend().get_texts()]
+    assert any(t.startswith("mean ") and "[" in t for t in legend)
+
+
+def test_sweep_summary_plots_each_metric_against_the_setting(results):
+    summary = results.summary(["sim_makespan_ms", "success"], by=("strategy",))
+    summary["strategy"] = [0, 1]
+    fig = viz.plot_sweep_summary(summary, "strategy", ["sim_makespan_ms", "success"])
+    _, labels = _labels(fig)
+    assert labels == [("strategy", "mean sim_makespan_ms (ms)"),
+                      ("strategy", "mean success (share of runs)")]
+
+
+def test_importing_experiments_and_the_cli_loads_no_data_stack():
+    code = ("import sys, agentlab.experiments, agentlab.cli; print([m for m in ('pandas', "
+            "'scipy', 'pyarrow', 'matplotlib', 'tqdm') if m in sys.modules])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
