@@ -32,7 +32,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
-import sys
+import tomllib
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Iterable
@@ -41,11 +41,6 @@ from ..errors import ConfigError
 from .cells import Cell, cell_id, get_scenario
 from .cost import CostEstimate, estimate_cost, worst_case_usd
 from .runner import run
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10
-    import tomli as tomllib
 
 __all__ = ["Task", "Experiment", "RUN_OPTIONS"]
 
