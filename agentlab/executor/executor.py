@@ -86,6 +86,11 @@ class _Call:
         self.future: concurrent.futures.Future | None = None  # async calls only
 
 
+def _enforced_s(state: _Call) -> float:
+    """The limit a call ran under: its own timeout, or what was left of the batch's."""
+    return state.limit_s if state.own_limit else max(0.0, state.deadline - state.started)
+
+
 def _ids(call: Any) -> tuple[str, str]:
     return safe_str(getattr(call, "id", "")), safe_str(getattr(call, "name", ""))
 
@@ -321,7 +326,7 @@ class ToolExecutor:
     def _finish(self, state: _Call) -> ToolResult:
         value, error, elapsed_ms = state.outcome  # type: ignore[misc]
         call_id, name = _ids(state.call)
-        limit = state.deadline - state.started
+        limit = _enforced_s(state)
         if error is None:
             self._record(name, elapsed_ms, success=True, timed_out=False)
             return render_result(call_id, name, value, elapsed_ms, state.started, limit,
@@ -338,7 +343,7 @@ class ToolExecutor:
 
     def _abandon(self, state: _Call, now: float) -> ToolResult:
         call_id, name = _ids(state.call)
-        limit = state.deadline - state.started
+        limit = _enforced_s(state)
         if state.own_limit:
             self._record(name, state.limit_s * 1000, success=False, timed_out=True)
         side = self.registry.get_options(name).get("side_effects")
