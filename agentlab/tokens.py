@@ -13,7 +13,7 @@ uses the same function, so offline numbers are consistent with each other.
 """
 from __future__ import annotations
 
-import base64
+import binascii
 import hashlib
 import json
 import threading
@@ -62,12 +62,10 @@ def _read_ranks(name: str) -> dict[bytes, int]:
         raise ValueError(f"{path} has SHA-256 {digest}, expected {ENCODING_SHA256[name]}: "
                          "the file is corrupt; restore it with `git checkout agentlab/data/tiktoken` "
                          "(or reinstall agentlab)")
-    ranks: dict[bytes, int] = {}
-    for line in raw.splitlines():
-        if line:
-            token, rank = line.split()
-            ranks[base64.b64decode(token)] = int(rank)
-    return ranks
+    # one "<base64 token> <rank>" pair per line; decoded in C (map/zip): twice as fast as a
+    # Python loop, which matters because every process pays it before its first count
+    words = raw.split()
+    return dict(zip(map(binascii.a2b_base64, words[0::2]), map(int, words[1::2])))
 
 
 @lru_cache(maxsize=None)
