@@ -118,42 +118,58 @@ def plot_trace(source: Any, *, title: str | None = None, max_spans: int = 60,
     return fig
 
 
-def plot_turn_cost(source: Any, *, title: str | None = None,
-                   figsize: tuple[float, float] = (7.0, 3.2)):
-    """Input and output tokens per turn (stacked bars, left axis) and cost per turn in USD
-    (line, right axis; absent when a model has no price)."""
+def _tokens_and_cost(rows: Sequence[dict], title: str, figsize: tuple[float, float],
+                     suffix: str = ""):
+    """Stacked input/output token bars per turn and, on a right axis from 0, the cost per turn
+    (a line; a min-max band when rows have ``min_usd``/``max_usd``; a note when unpriced)."""
     import matplotlib.pyplot as plt  # lazy: heavy
 
-    obs = _observer(source)
-    rows = obs.per_turn()
-    if not rows:
-        raise ValueError("no model calls with a turn number: pass turn= to record_llm_call")
     turns = [r["turn"] for r in rows]
     prompt = [r["prompt_tokens"] for r in rows]
     completion = [r["completion_tokens"] for r in rows]
     fig, ax = plt.subplots(figsize=figsize)
-    ax.bar(turns, prompt, color=TOKEN_COLORS["input"], label="input tokens")
-    ax.bar(turns, completion, bottom=prompt, color=TOKEN_COLORS["output"], label="output tokens")
+    ax.bar(turns, prompt, color=TOKEN_COLORS["input"], label="input tokens" + suffix)
+    bars = ax.bar(turns, completion, bottom=prompt, color=TOKEN_COLORS["output"],
+                  label="output tokens" + suffix)
+    if all("runs" in r for r in rows):
+        ax.bar_label(bars, [f"{r['runs']} runs" for r in rows], fontsize=6, padding=1)
     ax.set_xlabel("turn")
     ax.set_ylabel("tokens")
     ax.set_xticks(turns)
+    ax.set_ylim(0, max(p + c for p, c in zip(prompt, completion)) * 1.15 or 1.0)
     handles, labels = ax.get_legend_handles_labels()
     costs = [r["cost_usd"] for r in rows]
     if all(c is not None for c in costs):
         ax2 = ax.twinx()
-        ax2.plot(turns, costs, "o-", color=TOKEN_COLORS["cost"], label="cost (USD)")
+        top = max(costs)
+        if all(r.get("max_usd") is not None for r in rows):
+            ax2.fill_between(turns, [r["min_usd"] for r in rows], [r["max_usd"] for r in rows],
+                             color=TOKEN_COLORS["cost"], alpha=0.15, label="cost, min to max")
+            top = max(r["max_usd"] for r in rows)
+        ax2.plot(turns, costs, "o-", color=TOKEN_COLORS["cost"], label="cost (USD)" + suffix)
         ax2.set_ylabel("cost per turn (USD)", color=TOKEN_COLORS["cost"])
-        ax2.set_ylim(0, max(costs) * 1.25 or 1.0)
+        ax2.set_ylim(0, top * 1.25 or 1.0)
         h2, l2 = ax2.get_legend_handles_labels()
         handles, labels = handles + h2, labels + l2
     else:
         ax.text(0.99, 0.97, "cost unknown: no price for the model", transform=ax.transAxes,
                 ha="right", va="top", fontsize=8, color=_ERROR)
-    ax.legend(handles, labels, fontsize=8, loc="upper left", framealpha=0.9)
-    ax.set_title(title or f"tokens and cost per turn ({obs.model})", fontsize=10, loc="left")
+    ax.legend(handles, labels, fontsize=7, loc="upper left", framealpha=0.9)
+    ax.set_title(title, fontsize=10, loc="left")
     fig.tight_layout()
     plt.close(fig)
     return fig
+
+
+def plot_turn_cost(source: Any, *, title: str | None = None,
+                   figsize: tuple[float, float] = (7.0, 3.2)):
+    """Input and output tokens per turn (stacked bars, left axis) and cost per turn in USD
+    (line, right axis; absent when a model has no price)."""
+    obs = _observer(source)
+    rows = obs.per_turn()
+    if not rows:
+        raise ValueError("no model calls with a turn number: pass turn= to record_llm_call")
+    return _tokens_and_cost(rows, title or f"tokens and cost per turn ({obs.model})", figsize)
 
 
 def plot_runs_cost(rows: Sequence[dict], *, model: str = "", title: str | None = None,
@@ -166,39 +182,12 @@ def plot_runs_cost(rows: Sequence[dict], *, model: str = "", title: str | None =
         rows: ``agentlab.widgets.cost_per_turn(observers)``: ``turn``, ``runs``,
             ``prompt_tokens``, ``completion_tokens``, ``mean_usd``, ``min_usd``, ``max_usd``.
     """
-    import matplotlib.pyplot as plt  # lazy: heavy
-
     if not rows:
         raise ValueError("no turns to plot")
-    turns = [r["turn"] for r in rows]
-    prompt = [r["prompt_tokens"] for r in rows]
-    completion = [r["completion_tokens"] for r in rows]
-    fig, ax = plt.subplots(figsize=figsize)
-    ax.bar(turns, prompt, color=TOKEN_COLORS["input"], label="input tokens (mean)")
-    bars = ax.bar(turns, completion, bottom=prompt, color=TOKEN_COLORS["output"],
-                  label="output tokens (mean)")
-    ax.bar_label(bars, [f"{r['runs']} runs" for r in rows], fontsize=6, padding=1)
-    ax.set_xlabel("turn")
-    ax.set_ylabel("tokens")
-    ax.set_xticks(turns)
-    ax.set_ylim(0, max(p + c for p, c in zip(prompt, completion)) * 1.15)
-    handles, labels = ax.get_legend_handles_labels()
-    if all(r["mean_usd"] is not None for r in rows):
-        ax2 = ax.twinx()
-        ax2.fill_between(turns, [r["min_usd"] for r in rows], [r["max_usd"] for r in rows],
-                         color=TOKEN_COLORS["cost"], alpha=0.15, label="cost, min to max")
-        ax2.plot(turns, [r["mean_usd"] for r in rows], "o-", color=TOKEN_COLORS["cost"],
-                 label="cost (mean)")
-        ax2.set_ylabel("cost per turn (USD)", color=TOKEN_COLORS["cost"])
-        ax2.set_ylim(0, max(r["max_usd"] for r in rows) * 1.25 or 1.0)
-        h2, l2 = ax2.get_legend_handles_labels()
-        handles, labels = handles + h2, labels + l2
-    ax.legend(handles, labels, fontsize=7, loc="upper left", framealpha=0.9)
-    ax.set_title(title or f"tokens and cost per turn over {max(r['runs'] for r in rows)} runs"
-                 + (f" ({model})" if model else ""), fontsize=10, loc="left")
-    fig.tight_layout()
-    plt.close(fig)
-    return fig
+    runs = max(r["runs"] for r in rows)
+    return _tokens_and_cost([{**r, "cost_usd": r["mean_usd"]} for r in rows],
+                            title or f"tokens and cost per turn over {runs} runs"
+                            + (f" ({model})" if model else ""), figsize, suffix=" (mean)")
 
 
 def plot_tool_latency(source: Any, *, title: str | None = None,
