@@ -294,6 +294,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="JupyterLab's saveState: as installed (default), or forced by a "
                         "user setting (off = JupyterLab's own default, for comparison)")
     args = parser.parse_args(argv)
+    # a SIGTERM unwinds like Ctrl-C: the JupyterLab servers and Chromium are stopped
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     phases = [p for p in args.phases.split(",") if p]
     unknown = set(phases) - set(PHASES)
     if unknown:

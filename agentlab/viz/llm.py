@@ -14,6 +14,8 @@ __all__ = ["plot_retry_timeline", "plot_bars"]
 
 _WAIT = "#b0bec5"
 _RETRIED_ALPHA = 0.45
+#: Series colours of ``plot_bars``: none of them is a call-state colour.
+_SERIES = ("#5c6bc0", "#26a69a", "#8d6e63", "#78909c", "#ab47bc")
 
 
 def _label(a) -> str:
@@ -96,7 +98,8 @@ def plot_bars(values: Mapping[str, Mapping[str, float]] | Mapping[str, float], *
         ylabel: the value axis label, with its unit, e.g. ``"ms per save"``.
         log: logarithmic value axis (the labels give the numbers).
         fmt: how each value is written, e.g. ``"{:.2f} ms"``.
-        colors: one colour per series (or per group when there are no series).
+        colors: one colour per series (or per group when there are no series); by default
+            colours that are not call-state colours (``agentlab.viz.states``).
     """
     import matplotlib.pyplot as plt  # lazy: heavy
 
@@ -104,12 +107,14 @@ def plot_bars(values: Mapping[str, Mapping[str, float]] | Mapping[str, float], *
     nested = bool(groups) and isinstance(values[groups[0]], Mapping)
     series = list(dict.fromkeys(k for g in groups for k in values[g])) if nested else [None]
     width = 0.8 / len(series)
+    colors = list(colors) or list(_SERIES)
     fig, ax = plt.subplots(figsize=figsize)
     top = 0.0
     for j, name in enumerate(series):
         xs = [i - 0.4 + width * (j + 0.5) for i in range(len(groups))]
         ys = [values[g].get(name, 0.0) if nested else values[g] for g in groups]
-        color = (list(colors)[j] if j < len(colors) else None) if nested else (list(colors) or None)
+        color = colors[j % len(colors)] if nested else [colors[i % len(colors)]
+                                                         for i in range(len(groups))]
         bars = ax.bar(xs, ys, width * 0.95, label=name, color=color)
         ax.bar_label(bars, [fmt.format(y) for y in ys], fontsize=7, padding=1)
         top = max([top] + ys)
@@ -121,7 +126,7 @@ def plot_bars(values: Mapping[str, Mapping[str, float]] | Mapping[str, float], *
     else:
         ax.set_ylim(0, top * 1.15 or 1.0)
     ax.set_ylabel(ylabel + (" (log scale)" if log else ""))
-    ax.set_title(title, fontsize=10, loc="left", pad=16 if nested else 6)
+    ax.set_title(title, fontsize=10, loc="left", pad=20 if nested else 6)
     if nested:
         ax.legend(fontsize=7, loc="lower right", bbox_to_anchor=(1.0, 1.0), ncol=len(series),
                   frameon=False)

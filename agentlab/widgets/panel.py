@@ -24,16 +24,18 @@ import textwrap
 from typing import Any, Iterator, Sequence
 
 import ipywidgets as w
-from IPython.display import display
+from IPython.display import Image, display
 
-__all__ = ["Panel", "control_values", "snapshot_png"]
+__all__ = ["Panel", "control_values", "snapshot_png", "figure_png"]
 
 #: What a reader without a running kernel reads instead of the widget.
 RUN_HINT = "run this cell to use the widget"
 #: Widget types whose ``value`` is not a setting (buttons, outputs, labels, HTML panes).
 _NOT_CONTROLS = (w.Button, w.Output, w.HTML, w.HTMLMath, w.Label, w.Image)
 _MAX_TEXT_LINES = 24
-_DPI = 80
+_DPI = 80            # the snapshot: readable, and about 20 KB once quantized
+_SHOW_DPI = 90       # plots inside the live widget (their PNG is also kept in the widget state)
+_COLORS = 64         # plots and text need few colours: a 64-colour palette PNG is 3-4x smaller
 
 
 def _walk(widget: Any) -> Iterator[Any]:
@@ -69,6 +71,23 @@ def control_values(widget: Any) -> list[str]:
     return rows
 
 
+def _quantized(png: bytes) -> bytes:
+    from PIL import Image as PILImage  # lazy: heavy (Pillow comes with matplotlib)
+
+    im = PILImage.open(io.BytesIO(png)).convert("RGB")
+    out = io.BytesIO()
+    im.quantize(colors=_COLORS, method=PILImage.Quantize.MEDIANCUT).save(out, format="PNG",
+                                                                          optimize=True)
+    return out.getvalue()
+
+
+def figure_png(figure: Any, dpi: int = _SHOW_DPI) -> bytes:
+    """A matplotlib figure as a small PNG (white background, 64-colour palette)."""
+    buf = io.BytesIO()
+    figure.savefig(buf, format="png", dpi=dpi, facecolor="white")
+    return _quantized(buf.getvalue())
+
+
 def _figures(figure: Any) -> list:
     if figure is None:
         return []
@@ -86,25 +105,10 @@ def snapshot_png(title: str, controls: Sequence[str], text: str = "", figure: An
         figure: the matplotlib ``Figure`` the widget displays (or a list of them, stacked),
             pasted pixel for pixel below the text.
     """
-    import numpy as np  # lazy: heavy
     from matplotlib.backends.backend_agg import FigureCanvasAgg  # lazy: heavy
     from matplotlib.figure import Figure  # lazy: heavy
-    from matplotlib.image import imread  # lazy: heavy
 
-    images = []
-    for fig_ in _figures(figure):
-        buf = io.BytesIO()
-        fig_.savefig(buf, format="png", dpi=dpi, facecolor="white")
-        buf.seek(0)
-        images.append(imread(buf)[..., :3])
-    image = None
-    if images:                      # stack the plots, left-aligned, on a white background
-        wide = max(im.shape[1] for im in images)
-        image = np.ones((sum(im.shape[0] for im in images), wide, 3), dtype=images[0].dtype)
-        y0 = 0
-        for im in images:
-            image[y0:y0 + im.shape[0], :im.shape[1]] = im
-            y0 += im.shape[0]
+    image = _stacked(_figures(figure), dpi)
     width_px = image.shape[1] if image is not None else int((width_in or 7.5) * dpi)
     chars = max(40, int(width_px / (dpi * 0.085)))          # ~0.085 in per 9 pt mono char
     head = [f"\u25b6 {title}  -  snapshot; {RUN_HINT}"]
@@ -139,7 +143,29 @@ def snapshot_png(title: str, controls: Sequence[str], text: str = "", figure: An
         fig.figimage(image, xo=0, yo=0, origin="upper")
     out = io.BytesIO()
     fig.savefig(out, format="png", dpi=dpi, facecolor="white")
-    return out.getvalue()
+    return _quantized(out.getvalue())
+
+
+def _stacked(figures: list, dpi: int) -> Any:
+    """The figures rendered at ``dpi`` and stacked, left-aligned on white (an RGB array)."""
+    import numpy as np  # lazy: heavy
+    from matplotlib.image import imread  # lazy: heavy
+
+    images = []
+    for fig in figures:
+        buf = io.BytesIO()
+        fig.savefig(buf, format="png", dpi=dpi, facecolor="white")
+        buf.seek(0)
+        images.append(imread(buf)[..., :3])
+    if not images:
+        return None
+    stack = np.ones((sum(im.shape[0] for im in images), max(im.shape[1] for im in images), 3),
+                    dtype=images[0].dtype)
+    y0 = 0
+    for im in images:
+        stack[y0:y0 + im.shape[0], :im.shape[1]] = im
+        y0 += im.shape[0]
+    return stack
 
 
 def _band(fig: Any, height: float) -> Any:
@@ -171,8 +197,9 @@ class Panel(w.VBox):
         """Replace what ``out`` shows with ``text`` (printed) and ``figure`` (displayed; a
         ``Figure`` or a list of them).
 
-        Figures are closed after they are displayed, so ``%matplotlib inline`` does not show
-        them a second time below the widget.
+        Figures are displayed as small PNGs (``figure_png``: the Output widget's content is
+        stored in the notebook's widget state too) and closed, so ``%matplotlib inline`` does
+        not show them a second time below the widget.
         """
         self.text, self.figure = text, figure
         self.updates += 1
@@ -183,7 +210,7 @@ class Panel(w.VBox):
                 if text:
                     print(text)
                 for fig in figures:
-                    display(fig)
+                    display(Image(figure_png(fig)))
         if figures:
             import matplotlib.pyplot as plt  # lazy: heavy
             for fig in figures:
