@@ -243,7 +243,7 @@ def plot_tool_latency(source: Any, *, title: str | None = None,
     ax.legend(handles=handles, fontsize=7, loc="lower right", bbox_to_anchor=(1.0, 1.0),
               ncol=len(handles), frameon=False, handlelength=1.5, columnspacing=0.8)
     ax.set_title(title or f"tool latency per call ({sum(map(len, calls.values()))} calls)",
-                 fontsize=10, loc="left", pad=14)
+                 fontsize=10, loc="left", pad=22)     # above the legend row
     fig.tight_layout()
     plt.close(fig)
     return fig

@@ -130,6 +130,7 @@ def _side_by_side(texts: dict[str, str], width: int = 44) -> str:
         lines.append("  ".join((c[row] if row < len(c) else "")[:width].ljust(width)
                                for c in cols).rstrip())
     if "what the model gets back" in texts:
-        lines += ["", "what the model gets back:"] + textwrap.wrap(
-            texts["what the model gets back"], 2 * width)
+        lines += ["", "what the model gets back:"] + [
+            part for ln in texts["what the model gets back"].splitlines()
+            for part in textwrap.wrap(ln, 2 * width) or [""]]
     return "\n".join(lines)
