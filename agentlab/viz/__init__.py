@@ -1,8 +1,10 @@
 """Plots for the notebooks. Every function returns a matplotlib ``Figure``.
 
 One submodule per chapter; everything public is re-exported here, so notebooks write
-``from agentlab import viz; viz.plot_trace(...)``. matplotlib is imported by the submodules,
-never at ``import agentlab``.
+``from agentlab import viz; viz.plot_trace(...)``. matplotlib is imported by the submodules
+when a plot is drawn, never at ``import agentlab``. Every call state (ok, failed, timed out,
+abandoned, not run, replayed) has one colour and one legend word, defined once in
+``agentlab.viz.states`` and used by every plot and widget.
 """
 # Chapter plot modules are appended below.
 from .llm import *  # noqa: F401,F403
@@ -14,3 +16,16 @@ from .observe import *  # noqa: F401,F403
 from .runtime import *  # noqa: F401,F403
 from .checkpoints import *  # noqa: F401,F403
 from .experiments import *  # noqa: F401,F403
+from .state import *  # noqa: F401,F403
+from .states import *  # noqa: F401,F403
+
+
+from . import (  # noqa: E402  (the submodules, to collect their __all__)
+    llm, timeouts, dag, executor, messages, observe, runtime, checkpoints, state, states,
+    experiments,
+)
+
+__all__ = [name for module in (
+    llm, timeouts, dag, executor, messages, observe, runtime, checkpoints, state, states,
+    experiments,
+) for name in module.__all__]

@@ -2,34 +2,39 @@
 
 - ``plot_trace``: the span waterfall (run > turn > model call / tool call), one bar per span;
 - ``plot_turn_cost``: input/output tokens per turn (bars) and cost per turn (line);
-- ``plot_tool_latency``: every tool call's latency per tool, with p50 and p95.
+- ``plot_runs_cost``: the same over many runs (means, with the cost's min-max range);
+- ``plot_tool_latency``: every tool call's latency per tool, with p50, p95 and p99 where there
+  are enough calls for them (``MIN_CALLS``).
 
-Each accepts an ``AgentObserver``, or the text of its ``export_json()``.
+Each accepts an ``AgentObserver``, or the text of its ``export_json()``. Tool calls are drawn
+in the call-state colours of ``agentlab.viz.states``; runs, turns and model calls in greys and
+blues (``KIND_COLORS``).
 """
 from __future__ import annotations
 
+import random
 from typing import Any, Sequence
 
+from ..observe import AgentObserver, Span
 from ..timeouts import percentile
+from .states import KIND_COLORS, STATE_COLORS, TOKEN_COLORS, call_state, state_handles
 
-__all__ = ["plot_trace", "plot_turn_cost", "plot_tool_latency"]
+__all__ = ["plot_trace", "plot_turn_cost", "plot_runs_cost", "plot_tool_latency", "MIN_CALLS"]
 
-_KIND_COLORS = {"run": "#90a4ae", "turn": "#64b5f6", "llm": "#ffb74d", "tool": "#81c784"}
 _OTHER = "#ce93d8"
-_ERROR = "#c62828"
+_ERROR = STATE_COLORS["failed"]
+#: Calls a percentile needs before it is drawn: a p95 of fewer than 20 calls is one of the two
+#: largest, a p99 of fewer than 100 is the maximum (nearest rank).
+MIN_CALLS = {50: 1, 95: 20, 99: 100}
 
 
 def _observer(source: Any) -> Any:
-    from ..observe import AgentObserver
-
     if isinstance(source, str):
         return AgentObserver.from_json(source)
     return source
 
 
 def _spans(source: Any) -> list:
-    from ..observe import Span
-
     if isinstance(source, (list, tuple)):
         return [s if isinstance(s, Span) else Span(**s) for s in source]
     return list(_observer(source).spans)
@@ -53,21 +58,23 @@ def _tree_order(spans: list) -> list[tuple[Any, int]]:
 
 def plot_trace(source: Any, *, title: str | None = None, max_spans: int = 60,
                figsize: tuple[float, float] | None = None):
-    """The span waterfall: x is time since the run started (ms), one row per span, indented
-    by depth; colour by kind (run, turn, model call, tool call); failed spans outlined in red,
-    unfinished ones hatched.
+    """The span waterfall: x is time since the run span started (ms), one row per span,
+    indented by depth; runs, turns and model calls by kind, tool calls by state (ok, failed,
+    timed out); failed spans outlined in red, unfinished ones hatched. The title gives the run
+    span's own duration (not the observer's lifetime, which starts when it was created).
 
     Args:
         source: an ``AgentObserver``, its ``export_json()`` text, or a list of spans.
         max_spans: draw at most this many rows (the first ones in tree order).
     """
-    import matplotlib.pyplot as plt
-    from matplotlib.patches import Patch
+    import matplotlib.pyplot as plt  # lazy: heavy
+    from matplotlib.patches import Patch  # lazy: heavy
 
     rows = _tree_order(_spans(source))[:max_spans]
     if not rows:
         raise ValueError("no spans to draw: wrap the run in observer.span(...) or record calls")
-    t0 = min(s.start_offset_ms for s, _ in rows)
+    run = next((s for s, depth in rows if depth == 0 and s.kind == "run"), None)
+    t0 = run.start_offset_ms if run is not None else min(s.start_offset_ms for s, _ in rows)
     end_all = max(s.start_offset_ms + (s.duration_ms or 0.0) for s, _ in rows)
     width_in, height_in = figsize or (8.0, 0.26 * len(rows) + 1.3)
     fig, ax = plt.subplots(figsize=(width_in, height_in))
@@ -75,11 +82,18 @@ def plot_trace(source: Any, *, title: str | None = None, max_spans: int = 60,
     fig.subplots_adjust(left=left, right=0.98, bottom=0.55 / height_in, top=1 - 0.6 / height_in)
     axes_w = (0.98 - left) * width_in  # labels sit in the left margin, indented by depth
     x0, indent = -(left * width_in - 0.08) / axes_w, 0.12 / axes_w
+    tool_states: set[str] = set()
     for y, (s, depth) in enumerate(rows):
         start = s.start_offset_ms - t0
         width = s.duration_ms if s.duration_ms is not None else end_all - s.start_offset_ms
-        color = _KIND_COLORS.get(s.kind, _OTHER)
         failed = s.status == "error"
+        if s.kind == "tool":
+            state = call_state({"success": not failed,
+                                "error_code": s.attributes.get("error.type")})
+            tool_states.add(state)
+            color = STATE_COLORS[state]
+        else:
+            color = KIND_COLORS.get(s.kind, _OTHER)
         ax.barh(y, max(width, (end_all - t0) * 0.002), left=start, height=0.7, color=color,
                 edgecolor=_ERROR if failed else "none", linewidth=1.6 if failed else 0,
                 hatch="//" if s.duration_ms is None else None)
@@ -91,12 +105,58 @@ def plot_trace(source: Any, *, title: str | None = None, max_spans: int = 60,
     ax.set_xlim(0, (end_all - t0) * 1.02 or 1.0)
     ax.set_xlabel("time since run start (ms)")
     ax.grid(axis="x", alpha=0.3)
-    kinds = [("run", "run"), ("turn", "turn"), ("llm", "model call"), ("tool", "tool call")]
-    handles = [Patch(color=_KIND_COLORS[k], label=lab) for k, lab in kinds]
-    handles.append(Patch(facecolor="white", edgecolor=_ERROR, label="failed"))
+    kinds = [("run", "run"), ("turn", "turn"), ("llm", "model call")]
+    handles = [Patch(color=KIND_COLORS[k], label=lab) for k, lab in kinds]
+    handles += state_handles(tool_states or {"ok"},
+                             labels={"ok": "tool call ok", "failed": "tool failed",
+                                     "timed_out": "tool timed out"})
     ax.legend(handles=handles, fontsize=7, loc="lower right", bbox_to_anchor=(1.0, 1.0),
               ncol=len(handles), frameon=False, handlelength=1.2, columnspacing=0.8)
-    ax.set_title(title or f"trace: {len(rows)} spans", fontsize=10, loc="left", pad=14)
+    took = f", run {run.duration_ms:.0f} ms" if run is not None and run.duration_ms else ""
+    ax.set_title(title or f"trace: {len(rows)} spans{took}", fontsize=10, loc="left", pad=14)
+    plt.close(fig)
+    return fig
+
+
+def _tokens_and_cost(rows: Sequence[dict], title: str, figsize: tuple[float, float],
+                     suffix: str = ""):
+    """Stacked input/output token bars per turn and, on a right axis from 0, the cost per turn
+    (a line; a min-max band when rows have ``min_usd``/``max_usd``; a note when unpriced)."""
+    import matplotlib.pyplot as plt  # lazy: heavy
+
+    turns = [r["turn"] for r in rows]
+    prompt = [r["prompt_tokens"] for r in rows]
+    completion = [r["completion_tokens"] for r in rows]
+    fig, ax = plt.subplots(figsize=figsize)
+    ax.bar(turns, prompt, color=TOKEN_COLORS["input"], label="input tokens" + suffix)
+    bars = ax.bar(turns, completion, bottom=prompt, color=TOKEN_COLORS["output"],
+                  label="output tokens" + suffix)
+    if all("runs" in r for r in rows):
+        ax.bar_label(bars, [f"{r['runs']} runs" for r in rows], fontsize=6, padding=1)
+    ax.set_xlabel("turn")
+    ax.set_ylabel("tokens")
+    ax.set_xticks(turns)
+    ax.set_ylim(0, max(p + c for p, c in zip(prompt, completion)) * 1.15 or 1.0)
+    handles, labels = ax.get_legend_handles_labels()
+    costs = [r["cost_usd"] for r in rows]
+    if all(c is not None for c in costs):
+        ax2 = ax.twinx()
+        top = max(costs)
+        if all(r.get("max_usd") is not None for r in rows):
+            ax2.fill_between(turns, [r["min_usd"] for r in rows], [r["max_usd"] for r in rows],
+                             color=TOKEN_COLORS["cost"], alpha=0.15, label="cost, min to max")
+            top = max(r["max_usd"] for r in rows)
+        ax2.plot(turns, costs, "o-", color=TOKEN_COLORS["cost"], label="cost (USD)" + suffix)
+        ax2.set_ylabel("cost per turn (USD)", color=TOKEN_COLORS["cost"])
+        ax2.set_ylim(0, top * 1.25 or 1.0)
+        h2, l2 = ax2.get_legend_handles_labels()
+        handles, labels = handles + h2, labels + l2
+    else:
+        ax.text(0.99, 0.97, "cost unknown: no price for the model", transform=ax.transAxes,
+                ha="right", va="top", fontsize=8, color=_ERROR)
+    ax.legend(handles, labels, fontsize=7, loc="upper left", framealpha=0.9)
+    ax.set_title(title, fontsize=10, loc="left")
+    fig.tight_layout()
     plt.close(fig)
     return fig
 
@@ -105,76 +165,85 @@ def plot_turn_cost(source: Any, *, title: str | None = None,
                    figsize: tuple[float, float] = (7.0, 3.2)):
     """Input and output tokens per turn (stacked bars, left axis) and cost per turn in USD
     (line, right axis; absent when a model has no price)."""
-    import matplotlib.pyplot as plt
-
     obs = _observer(source)
     rows = obs.per_turn()
     if not rows:
         raise ValueError("no model calls with a turn number: pass turn= to record_llm_call")
-    turns = [r["turn"] for r in rows]
-    prompt = [r["prompt_tokens"] for r in rows]
-    completion = [r["completion_tokens"] for r in rows]
-    fig, ax = plt.subplots(figsize=figsize)
-    ax.bar(turns, prompt, color="#64b5f6", label="input tokens")
-    ax.bar(turns, completion, bottom=prompt, color="#1565c0", label="output tokens")
-    ax.set_xlabel("turn")
-    ax.set_ylabel("tokens")
-    ax.set_xticks(turns)
-    handles, labels = ax.get_legend_handles_labels()
-    costs = [r["cost_usd"] for r in rows]
-    if all(c is not None for c in costs):
-        ax2 = ax.twinx()
-        ax2.plot(turns, costs, "o-", color="#ef6c00", label="cost (USD)")
-        ax2.set_ylabel("cost per turn (USD)", color="#ef6c00")
-        ax2.set_ylim(0, max(costs) * 1.25 or 1.0)
-        h2, l2 = ax2.get_legend_handles_labels()
-        handles, labels = handles + h2, labels + l2
-    else:
-        ax.text(0.99, 0.97, "cost unknown: no price for the model", transform=ax.transAxes,
-                ha="right", va="top", fontsize=8, color=_ERROR)
-    ax.legend(handles, labels, fontsize=8, loc="upper left", framealpha=0.9)
-    ax.set_title(title or f"tokens and cost per turn ({obs.model})", fontsize=10, loc="left")
-    fig.tight_layout()
-    plt.close(fig)
-    return fig
+    return _tokens_and_cost(rows, title or f"tokens and cost per turn ({obs.model})", figsize)
+
+
+def plot_runs_cost(rows: Sequence[dict], *, model: str = "", title: str | None = None,
+                   figsize: tuple[float, float] = (7.0, 3.0)):
+    """Mean input and output tokens per turn over many runs (bars) and the cost per turn (USD,
+    right axis: the mean as a line, min to max as a band); each bar says how many runs reached
+    that turn.
+
+    Args:
+        rows: ``agentlab.widgets.cost_per_turn(observers)``: ``turn``, ``runs``,
+            ``prompt_tokens``, ``completion_tokens``, ``mean_usd``, ``min_usd``, ``max_usd``.
+    """
+    if not rows:
+        raise ValueError("no turns to plot")
+    runs = max(r["runs"] for r in rows)
+    return _tokens_and_cost([{**r, "cost_usd": r["mean_usd"]} for r in rows],
+                            title or f"tokens and cost per turn over {runs} runs"
+                            + (f" ({model})" if model else ""), figsize, suffix=" (mean)")
 
 
 def plot_tool_latency(source: Any, *, title: str | None = None,
                       figsize: tuple[float, float] | None = None, seed: int = 0):
-    """One row per tool: each call's latency as a dot (failed calls red), p50 and p95 as ticks."""
-    import random
+    """One row per tool: each call's latency as a dot (in its state's colour), with p50, p95 and
+    p99 as ticks -- each only when the tool has ``MIN_CALLS[q]`` calls; the row label gives the
+    number of calls and which percentiles were left out for lack of calls.
 
-    import matplotlib.pyplot as plt
+    Args:
+        source: an ``AgentObserver``, its ``export_json()`` text, or a list of them (many runs
+            pooled, e.g. the chapter 12 latency explorer).
+    """
+    import matplotlib.pyplot as plt  # lazy: heavy
 
-
-    obs = _observer(source)
-    calls: dict[str, list[tuple[float, bool]]] = {}
-    for t in obs.tool_calls:
-        calls.setdefault(t.name, []).append((t.duration_ms, t.success))
+    sources = source if isinstance(source, (list, tuple)) else [source]
+    calls: dict[str, list[tuple[float, str]]] = {}
+    for obs in map(_observer, sources):
+        for t in obs.tool_calls:
+            calls.setdefault(t.name, []).append((t.duration_ms, call_state(t)))
     if not calls:
         raise ValueError("no tool calls recorded")
     names: Sequence[str] = sorted(calls)
     rng = random.Random(seed)
     fig, ax = plt.subplots(figsize=figsize or (7.0, 0.6 * len(names) + 1.3))
+    seen = set()
     for y, name in enumerate(names):
         pts = calls[name]
+        seen |= {st for _, st in pts}
         ys = [y + rng.uniform(-0.18, 0.18) for _ in pts]
-        ax.scatter([d for d, _ in pts], ys, s=16, alpha=0.75,
-                   c=["#2e7d32" if ok else _ERROR for _, ok in pts])
+        ax.scatter([d for d, _ in pts], ys, s=16 if len(pts) < 200 else 6, alpha=0.7,
+                   c=[STATE_COLORS[st] for _, st in pts], linewidths=0)
         ms = [d for d, _ in pts]
-        for q, style in ((50, "-"), (95, "--")):
-            v = percentile(ms, q)
-            ax.plot([v, v], [y - 0.32, y + 0.32], style, color="black", lw=1.4)
+        for q, style in ((50, "-"), (95, "--"), (99, ":")):
+            if len(ms) >= MIN_CALLS[q]:
+                v = percentile(ms, q)
+                ax.plot([v, v], [y - 0.32, y + 0.32], style, color="black", lw=1.4)
     ax.plot([], [], "-", color="black", label="p50")
-    ax.plot([], [], "--", color="black", label="p95")
-    ax.scatter([], [], s=16, c=_ERROR, label="failed call")
-    ax.set_yticks(range(len(names)), [f"{n} ({len(calls[n])})" for n in names], fontsize=8)
+    ax.plot([], [], "--", color="black", label=f"p95 (>= {MIN_CALLS[95]} calls)")
+    ax.plot([], [], ":", color="black", label=f"p99 (>= {MIN_CALLS[99]} calls)")
+    handles, _ = ax.get_legend_handles_labels()
+    handles += state_handles(seen)
+
+    def row_label(n: str) -> str:
+        k = len(calls[n])
+        missing = [f"p{q}" for q in (95, 99) if k < MIN_CALLS[q]]
+        return f"{n} ({k} call{'s' if k != 1 else ''})" + (
+            f"\nno {'/'.join(missing)}: too few" if missing else "")
+    ax.set_yticks(range(len(names)), [row_label(n) for n in names], fontsize=7)
     ax.set_ylim(len(names) - 0.5, -0.5)
     ax.set_xlabel("latency (ms)")
     ax.set_xlim(left=0)
     ax.grid(axis="x", alpha=0.3)
-    ax.legend(fontsize=7, loc="lower right", bbox_to_anchor=(1.0, 1.0), ncol=3, frameon=False)
-    ax.set_title(title or "tool latency per call", fontsize=10, loc="left", pad=14)
+    ax.legend(handles=handles, fontsize=7, loc="lower right", bbox_to_anchor=(1.0, 1.0),
+              ncol=len(handles), frameon=False, handlelength=1.5, columnspacing=0.8)
+    ax.set_title(title or f"tool latency per call ({sum(map(len, calls.values()))} calls)",
+                 fontsize=10, loc="left", pad=22)     # above the legend row
     fig.tight_layout()
     plt.close(fig)
     return fig

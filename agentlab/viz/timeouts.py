@@ -4,26 +4,37 @@ from __future__ import annotations
 import math
 from typing import Any, Mapping, Sequence
 
+from ..errors import ConfigError
+from ..timeouts import percentile
+from .states import STATE_COLORS
+
 __all__ = ["plot_latency_percentiles", "plot_timeout_tradeoff", "plot_timeout_trace"]
 
-_P_COLORS = {"p50": "#1565c0", "p95": "#ef6c00", "p99": "#6a1b9a"}
-_TIMEOUT = "#c62828"
+_P_COLORS = {"p50": "#0277bd", "p95": "#5e35b1", "p99": "#212121"}  # not state colours
+_TIMEOUT = STATE_COLORS["timed_out"]
 
 
 def plot_latency_percentiles(samples: Mapping[str, Sequence[float]] | Any,
                              timeouts_s: Mapping[str, float] | None = None, *,
-                             bins: int = 30, log_x: bool = True,
+                             bins: int | None = None, log_x: bool = True,
                              figsize: tuple[float, float] | None = None):
     """One histogram per tool (durations in ms) with its p50/p95/p99 and its timeout.
+
+    Every panel has the same bins and the same duration axis, so tools can be compared at a
+    glance; counts are whole numbers. Percentiles are ``agentlab.timeouts.percentile`` (the
+    numbers ``get_stats`` reports).
 
     Args:
         samples: ``{tool: [duration_ms, ...]}`` or an ``AdaptiveTimeoutManager`` (its windows,
             and then its learned timeouts unless ``timeouts_s`` is given).
-        timeouts_s: ``{tool: seconds}`` drawn as a red dashed line (converted to ms).
+        timeouts_s: ``{tool: seconds}`` drawn as an orange dashed line (converted to ms).
         log_x: logarithmic duration axis (long tails stay readable).
+        bins: number of bins over the shared axis (default: 12 per decade on a log axis, 30
+            on a linear one).
     """
-    import matplotlib.pyplot as plt
-    import numpy as np
+    import matplotlib.pyplot as plt  # lazy: heavy
+    import numpy as np  # lazy: heavy
+    from matplotlib.ticker import MaxNLocator  # lazy: heavy
 
     if hasattr(samples, "get_history"):
         manager = samples
@@ -32,28 +43,35 @@ def plot_latency_percentiles(samples: Mapping[str, Sequence[float]] | Any,
         if timeouts_s is None:
             timeouts_s = {n: manager.get_timeout(n) for n in names}
     names = list(samples)
-    fig, axes = plt.subplots(len(names), 1, squeeze=False,
+    data = {n: np.asarray(samples[n], dtype=float) for n in names}
+    data = {n: d[np.isfinite(d)] for n, d in data.items()}
+    if not names or not all(len(d) for d in data.values()):
+        raise ConfigError("invalid_argument", "every tool needs at least one finite duration")
+    timeouts_ms = {n: (timeouts_s or {}).get(n) for n in names}
+    timeouts_ms = {n: t * 1000 for n, t in timeouts_ms.items() if t}
+    lo = max(min(float(d.min()) for d in data.values()), 1e-3)
+    hi = max([float(d.max()) for d in data.values()] + list(timeouts_ms.values()))
+    if bins is None:
+        bins = max(12, int(12 * math.log10(hi * 1.1 / (lo * 0.9)))) if log_x else 30
+    edges = (np.geomspace(lo * 0.9, hi * 1.1, bins + 1) if log_x
+             else np.linspace(0, hi * 1.05, bins + 1))
+    fig, axes = plt.subplots(len(names), 1, squeeze=False, sharex=True,
                              figsize=figsize or (7.5, 1.9 * len(names) + 0.6))
     for ax, name in zip(axes[:, 0], names):
-        data = np.asarray(samples[name], dtype=float)
-        data = data[np.isfinite(data)]
-        lo, hi = max(data.min(), 1e-3), data.max()
-        timeout_ms = (timeouts_s or {}).get(name)
-        top = max(hi, timeout_ms * 1000) if timeout_ms else hi
-        edges = (np.geomspace(lo * 0.9, top * 1.1, bins) if log_x
-                 else np.linspace(0, top * 1.05, bins))
-        ax.hist(data, bins=edges, color="#b0bec5", edgecolor="white")
+        d = data[name]
+        ax.hist(d, bins=edges, color="#b0bec5", edgecolor="white")
         for label, q in (("p50", 50), ("p95", 95), ("p99", 99)):
-            v = float(np.percentile(data, q))
+            v = percentile(d.tolist(), q)
             ax.axvline(v, color=_P_COLORS[label], lw=1.5, label=f"{label} {v:.0f} ms")
-        if timeout_ms:
-            ax.axvline(timeout_ms * 1000, color=_TIMEOUT, ls="--", lw=2,
-                       label=f"timeout {timeout_ms:.2f} s")
+        if name in timeouts_ms:
+            ax.axvline(timeouts_ms[name], color=_TIMEOUT, ls="--", lw=2,
+                       label=f"timeout {timeouts_ms[name] / 1000:.2f} s")
         if log_x:
             ax.set_xscale("log")
-        ax.set_title(f"{name} ({len(data)} calls)", fontsize=10, loc="left")
+        ax.set_title(f"{name} ({len(d)} calls)", fontsize=10, loc="left")
         ax.set_ylabel("calls")
-        ax.legend(fontsize=7, loc="upper right", framealpha=0.9)
+        ax.yaxis.set_major_locator(MaxNLocator(nbins=4, integer=True))
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)
     axes[-1, 0].set_xlabel("duration (ms" + (", log scale)" if log_x else ")"))
     fig.tight_layout()
     plt.close(fig)
@@ -64,8 +82,11 @@ def plot_timeout_tradeoff(multipliers: Sequence[float], false_kill_rate: Sequenc
                           wasted_s: Sequence[float], *, current: float | None = None,
                           title: str = "multiplier trade-off",
                           figsize: tuple[float, float] = (6.5, 3.2)):
-    """False-kill rate (left axis, %) and time wasted on killed calls (right axis, s)."""
-    import matplotlib.pyplot as plt
+    """False-kill rate (left axis, %) and time wasted on killed calls (right axis, s).
+
+    Both axes start at 0, so the two curves' heights can be read as amounts.
+    """
+    import matplotlib.pyplot as plt  # lazy: heavy
 
     fig, ax = plt.subplots(figsize=figsize)
     ax.plot(multipliers, [100 * r for r in false_kill_rate], "o-", color="#c62828",
@@ -75,6 +96,8 @@ def plot_timeout_tradeoff(multipliers: Sequence[float], false_kill_rate: Sequenc
     ax2 = ax.twinx()
     ax2.plot(multipliers, wasted_s, "s-", color="#1565c0", label="wasted waiting (s)")
     ax2.set_ylabel("waiting on killed calls (s)", color="#1565c0", fontsize=8)
+    ax.set_ylim(0, max([100 * r for r in false_kill_rate], default=1.0) * 1.1 or 1.0)
+    ax2.set_ylim(0, max(wasted_s, default=1.0) * 1.1 or 1.0)
     if current is not None:
         ax.axvline(current, color="grey", ls=":", lw=1.5)
     lines = ax.get_legend_handles_labels()[0] + ax2.get_legend_handles_labels()[0]
@@ -93,7 +116,7 @@ def plot_timeout_trace(runs: Mapping[str, Any], durations_ms: Sequence[float], *
         runs: ``{label: ReplayResult}`` from ``agentlab.sim.tool_latency.replay``, one panel each.
         durations_ms: the trace that was replayed (``inf`` = hung call, drawn at the top).
     """
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # lazy: heavy
 
     fig, axes = plt.subplots(len(runs), 1, squeeze=False, sharex=True,
                              figsize=figsize or (8.5, 2.1 * len(runs) + 0.5))
@@ -115,10 +138,10 @@ def plot_timeout_trace(runs: Mapping[str, Any], durations_ms: Sequence[float], *
             if pts:
                 tag = key if key == "finished" else f"{key}: {len(pts)}"
                 ax.scatter(*zip(*pts), label=tag, **style[key])
-        ax.step(xs, [t * 1000 for t in run.timeouts_s], where="post", color="#1565c0",
+        ax.step(xs, [t * 1000 for t in run.timeouts_s], where="post", color="#37474f",
                 lw=1.5, label="timeout")
         ax.set_yscale("log")
-        ax.set_ylabel("ms")
+        ax.set_ylabel("duration (ms, log)")
         ax.set_title(label, fontsize=10, loc="left")
         ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
     axes[-1, 0].set_xlabel("call number")

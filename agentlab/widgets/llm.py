@@ -8,6 +8,14 @@ from __future__ import annotations
 import time
 from typing import Any
 
+import ipywidgets as w
+
+from .. import sim
+from ..errors import ProviderError
+from ..llm import collect_stream
+from ..viz.llm import plot_retry_timeline
+from .panel import Panel
+
 __all__ = ["PLANS", "run_fault_plan", "format_attempts", "retry_explorer"]
 
 #: Named fault plans (one entry per request; see ``agentlab.sim.FaultPlan``).
@@ -30,10 +38,6 @@ def run_fault_plan(plan: list, *, max_retries: int = 3, retry_base_delay: float 
     Returns ``{"outcome", "requests", "attempts", "wall_s"}``: what the caller got, how many
     requests went over the wire, the ``Attempt`` records, and the wall time.
     """
-    from agentlab import sim
-    from agentlab.errors import ProviderError
-    from agentlab.llm import collect_stream
-
     simulator = sim.Simulator(sim.Script([sim.text("Hello from the simulator.")]),
                               faults=sim.FaultPlan(plan), seed=seed)
     kw = {} if sleep is None else {"sleep": sleep}
@@ -60,13 +64,12 @@ def format_attempts(attempts) -> str:
     return "\n".join(lines)
 
 
-def retry_explorer(plans: dict[str, list] | None = None):
-    """A fault-plan picker: choose a plan and retry settings, run a call, see the attempts."""
-    import ipywidgets as w
-    from IPython.display import display
+def retry_explorer(plans: dict[str, list] | None = None) -> Panel:
+    """A fault-plan picker: choose a plan and retry settings, run a call, see the attempts.
 
-    from agentlab.viz.llm import plot_retry_timeline
-
+    Taught in ``notebooks/01_llm_client.ipynb`` (and 00). Returns a ``Panel`` (an ipywidgets
+    ``VBox``) that runs the default plan once when it is built.
+    """
     plans = plans or PLANS
     pick = w.Dropdown(options=list(plans), value="429, 500, ok", description="fault plan")
     retries = w.IntSlider(value=3, min=0, max=6, description="max_retries")
@@ -75,19 +78,20 @@ def retry_explorer(plans: dict[str, list] | None = None):
     mode = w.ToggleButtons(options=["chat", "stream"], value="chat")
     run = w.Button(description="Run call", button_style="primary")
     out = w.Output()
+    panel = Panel([w.HBox([pick, mode]), w.HBox([retries, base]), run, out],
+                  title="retry explorer (chapter 01)")
 
     def on_run(_=None):
         res = run_fault_plan(plans[pick.value], max_retries=retries.value,
                              retry_base_delay=base.value, stream=mode.value == "stream")
-        with out:
-            out.clear_output(wait=True)
-            print(res["outcome"])
-            print(f"requests on the wire: {res['requests']}   wall time: {res['wall_s']:.2f} s")
-            print(format_attempts(res["attempts"]))
-            if res["attempts"]:
-                display(plot_retry_timeline({pick.value: res["attempts"]},
-                                            title="Attempts of this call"))
+        text = "\n".join([res["outcome"],
+                          f"requests on the wire: {res['requests']}   "
+                          f"wall time: {res['wall_s']:.2f} s",
+                          format_attempts(res["attempts"])])
+        fig = (plot_retry_timeline({pick.value: res["attempts"]}, title="Attempts of this call")
+               if res["attempts"] else None)
+        panel.show(out, text, fig)
 
     run.on_click(on_run)
     on_run()
-    return w.VBox([w.HBox([pick, mode]), w.HBox([retries, base]), run, out])
+    return panel

@@ -7,6 +7,13 @@ from __future__ import annotations
 
 from typing import Any
 
+import ipywidgets as w
+
+from ..messages import MessageManager
+from ..tokens import count_message_tokens
+from ..viz.messages import plot_survivors
+from .panel import Panel
+
 __all__ = ["survivors", "format_survivors", "budget_explorer"]
 
 
@@ -19,9 +26,6 @@ def survivors(history: list[dict], max_tokens: int, compression_threshold: float
     (``index, role, tokens, status`` with status ``kept``, ``removed`` or ``truncated``), the
     final ``get_messages()``, and the manager itself.
     """
-    from agentlab.messages import MessageManager
-    from agentlab.tokens import count_message_tokens
-
     mm = MessageManager(system_prompt, max_tokens=max_tokens,
                         compression_threshold=compression_threshold, keep_recent=keep_recent)
     step: list[dict] = []
@@ -72,30 +76,25 @@ def format_survivors(result: dict[str, Any]) -> str:
     ])
 
 
-def budget_explorer(history: list[dict], *, max_tokens: int = 6000, threshold: float = 0.75):
-    """Sliders for the budget and the threshold; shows which messages of ``history`` survive."""
-    import ipywidgets as w
-    import matplotlib.pyplot as plt
-    from IPython.display import display
+def budget_explorer(history: list[dict], *, max_tokens: int = 6000,
+                    threshold: float = 0.75) -> Panel:
+    """Sliders for the budget and the threshold; shows which messages of ``history`` survive.
 
-    from agentlab.viz.messages import plot_survivors
-
+    Taught in ``notebooks/04_message_manager.ipynb``. Returns a ``Panel`` (an ipywidgets
+    ``VBox``).
+    """
     budget = w.IntSlider(value=max_tokens, min=1000, max=40000, step=500,
                          description="max_tokens", continuous_update=False)
     thr = w.FloatSlider(value=threshold, min=0.3, max=1.0, step=0.05,
                         description="threshold", continuous_update=False)
     out = w.Output()
+    panel = Panel([w.HBox([budget, thr]), out], title="budget explorer (chapter 04)")
 
     def redraw(_=None):
         res = survivors(history, budget.value, thr.value)
-        with out:
-            out.clear_output(wait=True)
-            print(format_survivors(res))
-            fig = plot_survivors(res["rows"])
-            display(fig)
-            plt.close(fig)
+        panel.show(out, format_survivors(res), plot_survivors(res["rows"]))
 
     budget.observe(redraw, "value")
     thr.observe(redraw, "value")
     redraw()
-    return w.VBox([w.HBox([budget, thr]), out])
+    return panel

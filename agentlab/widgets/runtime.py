@@ -7,7 +7,16 @@ deterministic result next to the widget.
 """
 from __future__ import annotations
 
+import html
 from typing import Any, Callable
+
+import ipywidgets as w
+
+from .. import research, sim
+from ..runtime import AgentRuntime, RuntimeConfig
+from ..sim.researcher import Researcher
+from ..viz.runtime import plot_turn_timeline
+from .panel import Panel
 
 __all__ = ["run_with_settings", "format_event", "summarize_result", "run_panel"]
 
@@ -21,10 +30,6 @@ def run_with_settings(max_turns: int = 15, parallel: bool = True, model_fault_ra
     ``model_fault_rate`` is split evenly over 429, 5xx, timeouts, malformed arguments and
     truncated streams; ``tool_fault_rate`` over tool exceptions and hung tools.
     """
-    from agentlab import research, sim
-    from agentlab.runtime import AgentRuntime, RuntimeConfig
-    from agentlab.sim.researcher import Researcher
-
     each = model_fault_rate / 5
     simulator = sim.Simulator(
         Researcher(), seed=seed,
@@ -70,21 +75,28 @@ def format_event(ev: dict) -> str:
 
 
 def summarize_result(result: Any) -> str:
-    """state | reason | turns | tokens | tool calls ok/total | errors."""
-    ok = sum(1 for c in result.tool_calls_made if c["success"])
+    """state | reason | turns | tokens | tool calls ok/total (failed) | run errors.
+
+    Failed tool calls are counted next to the successes; *run errors* are the run's own
+    ``result.errors`` (a model call that failed after its retries, a limit hit), which a failed
+    tool call is not: the model got its error text and went on.
+    """
+    calls = result.tool_calls_made
+    ok = sum(1 for c in calls if c["success"])
+    failed = f" ({len(calls) - ok} failed)" if len(calls) > ok else ""
     return (f"{result.state.value} | {result.stopped_reason} | {result.turns} turns | "
-            f"{result.total_tokens} tokens | {ok}/{len(result.tool_calls_made)} tool calls ok | "
-            f"{len(result.errors)} error(s)")
+            f"{result.total_tokens} tokens | {ok}/{len(calls)} tool calls ok{failed} | "
+            f"run errors: {len(result.errors)}")
 
 
-def run_panel(task: str | None = None, output_dir: str = "output"):
-    """The run panel widget (see the module docstring)."""
-    import ipywidgets as w
-    import matplotlib.pyplot as plt
-    from IPython.display import display
+def run_panel(task: str | None = None, output_dir: str = "output", *,
+              autorun: bool = True) -> Panel:
+    """The run panel widget (see the module docstring).
 
-    from agentlab.viz.runtime import plot_turn_timeline
-
+    Taught in ``notebooks/06_runtime_loop.ipynb`` and ``00_quickstart.ipynb``. With
+    ``autorun`` it runs once with its default settings when it is built (about a second on the
+    simulator), so the notebook shows a real run before anyone clicks. Returns a ``Panel``.
+    """
     style = {"description_width": "130px"}
     max_turns = w.IntSlider(15, min=1, max=30, description="max turns", style=style)
     parallel = w.Checkbox(True, description="parallel tool calls")
@@ -97,28 +109,41 @@ def run_panel(task: str | None = None, output_dir: str = "output"):
     log = w.Output(layout={"height": "240px", "overflow": "auto", "border": "1px solid #ccc"})
     summary = w.HTML()
     plot = w.Output()
+    lines: list[str] = []       # the log as text lines, for the snapshot
+    in_text = [False]           # the last event was a text delta: the next one continues it
+    panel = Panel([w.HBox([w.VBox([max_turns, parallel, model_faults, tool_faults, seed,
+                                   button])]), summary, log, plot],
+                  title="run panel (chapters 06 and 00)")
 
     def show(ev: dict) -> None:
+        line = format_event(ev)
+        if ev["type"] == "text" and in_text[0]:
+            lines[-1] += line
+        else:
+            lines.append(line)
+        in_text[0] = ev["type"] == "text"
         with log:
-            line = format_event(ev)
             print(line, end="" if ev["type"] == "text" else "\n")
 
     def on_click(_: Any) -> None:
         button.disabled = True
         log.clear_output()
-        plot.clear_output()
+        lines.clear()
         summary.value = "<i>running...</i>"
         try:
             result, _events = run_with_settings(max_turns.value, parallel.value, model_faults.value,
                                                 tool_faults.value, seed.value, task=task,
                                                 output_dir=output_dir, on_event=show)
-            summary.value = f"<b>{summarize_result(result)}</b>"
-            with plot:
-                display(plot_turn_timeline(result))
-                plt.close("all")
+            text = summarize_result(result)
+            summary.value = f"<b>{html.escape(text)}</b>"
+            failed = [ln.strip() for ln in lines if "FAILED" in ln]
+            panel.show(plot, "", plot_turn_timeline(result))
+            panel.text = "\n".join([text, *failed[:6], "...", *lines[-4:]] if failed
+                                   else [text, "...", *lines[-6:]])
         finally:
             button.disabled = False
 
     button.on_click(on_click)
-    controls = w.VBox([max_turns, parallel, model_faults, tool_faults, seed, button])
-    return w.VBox([w.HBox([controls]), summary, log, plot])
+    if autorun:
+        on_click(None)
+    return panel

@@ -1,12 +1,20 @@
 """Widgets for chapter 02 (``notebooks/02_tool_registry.ipynb``): the schema explorer."""
 from __future__ import annotations
 
+import dataclasses
+import enum
+import html
 import json
 import textwrap
+import typing
 from typing import Callable, Iterable
 
+import ipywidgets as w
+
 from ..errors import AgentError
+from ..naive.tools import NaiveToolRegistry
 from ..tools import ToolRegistry
+from .panel import Panel
 
 __all__ = ["schema_explorer", "explain_arguments"]
 
@@ -31,10 +39,6 @@ def explain_arguments(registry: ToolRegistry, name: str, arguments_json: str) ->
 
 def _build(source: str, registry: ToolRegistry) -> str:
     """Run the typed-in source, register its last function (replacing), return its name."""
-    import dataclasses
-    import enum
-    import typing
-
     namespace: dict = {"typing": typing, "enum": enum, "dataclasses": dataclasses,
                        **{n: getattr(typing, n) for n in ("Any", "Literal", "Optional", "Union",
                                                           "Annotated", "TypedDict")},
@@ -50,7 +54,7 @@ def _build(source: str, registry: ToolRegistry) -> str:
 
 def schema_explorer(registry: ToolRegistry | None = None,
                     functions: Iterable[Callable] = (), *,
-                    naive: bool = True, arguments: str = "{}"):
+                    naive: bool = True, arguments: str = "{}") -> Panel:
     """Pick (or type) a function; see its schema, the naive schema, and what ``validate`` says.
 
     Args:
@@ -58,10 +62,8 @@ def schema_explorer(registry: ToolRegistry | None = None,
         naive: also show ``agentlab.naive.tools`` output for the same function.
         arguments: initial JSON in the arguments box.
 
-    Returns an ipywidgets ``VBox``.
+    Returns a ``Panel`` (an ipywidgets ``VBox``).
     """
-    import ipywidgets as w
-
     registry = registry if registry is not None else ToolRegistry()
     for f in functions:
         registry.register(f, replace=True)
@@ -73,9 +75,10 @@ def schema_explorer(registry: ToolRegistry | None = None,
     args = w.Textarea(value=arguments, description="arguments",
                       layout=w.Layout(width="98%", height="4em"))
     ours, theirs, verdict = w.HTML(), w.HTML(), w.HTML()
+    texts: dict[str, str] = {}
 
     def pre(text: str, head: str) -> str:
-        import html
+        texts[head] = text
         return (f"<b>{head}</b><pre style='font-size:11px;line-height:1.2'>"
                 f"{html.escape(text)}</pre>")
 
@@ -86,7 +89,6 @@ def schema_explorer(registry: ToolRegistry | None = None,
         schema = registry.get_schema(name)["function"]["parameters"]
         ours.value = pre(json.dumps(schema, indent=1, ensure_ascii=False), "agentlab schema")
         if naive:
-            from ..naive.tools import NaiveToolRegistry
             try:
                 n = NaiveToolRegistry()
                 n.register(registry.get_function(name), name)
@@ -96,6 +98,7 @@ def schema_explorer(registry: ToolRegistry | None = None,
             theirs.value = pre(text, "naive (flat TYPE_MAP)")
         verdict.value = pre(explain_arguments(registry, name, args.value),
                             "what the model gets back")
+        panel.show(None, _side_by_side(texts))
 
     def on_build(_):
         try:
@@ -107,9 +110,27 @@ def schema_explorer(registry: ToolRegistry | None = None,
         pick.value = name
         refresh()
 
+    panel = Panel([pick, w.HBox([ours, theirs]) if naive else ours, args, verdict,
+                   w.HTML("<b>or type a function</b>"), source, build],
+                  title="schema explorer (chapter 02)")
     pick.observe(refresh, names="value")
     args.observe(refresh, names="value")
     build.on_click(on_build)
     refresh()
-    return w.VBox([pick, w.HBox([ours, theirs]) if naive else ours, args, verdict,
-                   w.HTML("<b>or type a function</b>"), source, build])
+    return panel
+
+
+def _side_by_side(texts: dict[str, str], width: int = 44) -> str:
+    """The schema panes as plain text for the snapshot: the two schemas in columns, then the
+    verdict."""
+    heads = list(texts)
+    cols = [[h] + texts[h].splitlines() for h in heads[:2] if h != "what the model gets back"]
+    lines = []
+    for row in range(max(map(len, cols), default=0)):
+        lines.append("  ".join((c[row] if row < len(c) else "")[:width].ljust(width)
+                               for c in cols).rstrip())
+    if "what the model gets back" in texts:
+        lines += ["", "what the model gets back:"] + [
+            part for ln in texts["what the model gets back"].splitlines()
+            for part in textwrap.wrap(ln, 2 * width) or [""]]
+    return "\n".join(lines)
