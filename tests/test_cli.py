@@ -212,3 +212,16 @@ def test_serve_answers_a_plain_openai_client(tmp_path):
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+
+
+def test_lab_turns_on_saved_widget_state_then_starts_jupyterlab(tmp_path, monkeypatch, capsys):
+    from agentlab.widgets import lab_settings
+    monkeypatch.setattr(sys, "prefix", str(tmp_path))  # a fresh environment
+    started = []
+    monkeypatch.setattr(os, "execvp", lambda prog, argv: started.append(argv))
+    assert not lab_settings.is_installed()
+    cli.main(["lab", "notebooks", "--", "--no-browser"])
+    assert lab_settings.is_installed() and "save widget state" in capsys.readouterr().out
+    assert started == [[sys.executable, "-m", "jupyterlab", "notebooks", "--no-browser"]]
+    cli.main(["lab", "notebooks"])  # the second time: nothing to write, nothing said
+    assert capsys.readouterr().out == ""

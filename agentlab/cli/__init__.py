@@ -22,6 +22,7 @@ COMMANDS: dict[str, str] = {
     "demo": "run the research agent of chapter 08 and watch it work, turn by turn",
     "chat": "talk with the agent in the terminal (tools on; /reset, /exit)",
     "serve": "serve the simulator as an OpenAI-compatible HTTP server",
+    "lab": "open the notebooks in JupyterLab, with widget state saved on every save",
     "exercise": "list, start, check and reset the exercises; grade a class's notebooks",
     "sweep": "run an experiment: a grid of settings x seeds x tasks (chapter 14)",
     "report": "write a markdown report (tables and plots) of a sweep's results",
