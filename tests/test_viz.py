@@ -6,6 +6,8 @@ figure (pixel sizes, overlaps, axis ranges), not the code.
 """
 from __future__ import annotations
 
+import functools
+
 import re
 import time
 
@@ -32,7 +34,8 @@ DEPS = {"search": [], "read1": ["search"], "read2": ["search"], "sum": ["read1",
 DUR = {"search": 200, "read1": 100, "read2": 400, "sum": 100}
 # a unit in an axis label: "(ms)", "(s, log)", "tokens", "calls", a turn/step number, ...
 UNIT = re.compile(r"\((ms|s|KB|KiB|USD|%)\b|\b(ms|tokens?|calls?|turn|step|retry|messages?|"
-                  r"multiplier|level|index|compression #|call number|calls that)\b", re.I)
+                  r"multiplier|level|index|compression #|call number|calls that|share of)\b",
+                  re.I)  # "share of runs": a fraction is a unit too
 
 
 def _observer(failed: bool = False) -> AgentObserver:
@@ -75,7 +78,30 @@ def _agent_result(tool_fault_rate: float = 0.3, seed: int = 3):
                              output_dir="/tmp/agentlab-test-viz")[0]
 
 
+@functools.lru_cache(maxsize=1)
+def _sweep():
+    """A small chapter-14 sweep (two DAG strategies x 4 seeds), run once for its four plots."""
+    from agentlab.experiments import Experiment
+    return Experiment(grid={"strategy": ["levels", "ready"]}, seeds=4, tasks=["dag"],
+                      settings={"dag_calls": 6}).run(workers=1, progress=False)
+
+
+def _sweep_summary():
+    """Makespan against a numeric setting: the number of calls in the DAG."""
+    from agentlab.experiments import Experiment
+    res = Experiment(grid={"dag_calls": [4, 6]}, seeds=3, tasks=["dag"]).run(workers=1,
+                                                                              progress=False)
+    return res.summary(["sim_makespan_ms", "success"], by=("dag_calls",))
+
+
 SAMPLES = {
+    "plot_percentile_bars": lambda: viz.plot_percentile_bars(_sweep().percentiles()),
+    "plot_latency_ecdf": lambda: viz.plot_latency_ecdf(_sweep(), "step"),
+    "plot_paired_comparison": lambda: viz.plot_paired_comparison(
+        _sweep(), "sim_makespan_ms", "strategy=levels", "strategy=ready"),
+    "plot_sweep_summary": lambda: viz.plot_sweep_summary(
+        _sweep_summary(), "dag_calls", ["sim_makespan_ms", "success"],
+        xlabel="tool calls in the DAG"),
     "plot_retry_timeline": lambda: viz.plot_retry_timeline(_attempts()),
     "plot_bars": lambda: viz.plot_bars({"file": 2.2, "sqlite": 0.43, "memory": 0.012},
                                        xlabel="store", ylabel="ms per save",

@@ -60,6 +60,7 @@ def plot_percentile_bars(table: Any, *, metric: str = "duration_ms",
             ax.errorbar(x, v, yerr=np.nan_to_num(np.clip(err, 0, None)), fmt="none",
                         ecolor="black", capsize=3, lw=1)
         ax.set_xticks(range(len(tools)), tools, rotation=20, fontsize=8)
+        ax.set_xlabel("tool", fontsize=8)
         ax.set_title(f"p{q:g}", fontsize=10)
         ax.set_ylabel(f"{metric} ({_unit(metric)}{', log scale' if log_y else ''})", fontsize=8)
         if log_y:
@@ -160,13 +161,16 @@ def plot_paired_comparison(results: Any, metric: str, a: str, b: str, *,
 
 
 def plot_sweep_summary(summary: Any, x: str, metrics: Sequence[str], *,
-                       title: str | None = None, figsize: tuple[float, float] | None = None):
+                       xlabel: str | None = None, title: str | None = None,
+                       figsize: tuple[float, float] | None = None):
     """Run metrics (mean and 95 % interval) against one swept setting, one panel per metric.
 
     Args:
         summary: ``Results.summary(metrics, by=(x,))`` (columns ``x``, ``<m>``, ``<m>_low``,
             ``<m>_high``).
         x: the swept setting (numeric, e.g. ``compression_threshold``).
+        xlabel: the x axis label with its unit (default: the setting's name), e.g.
+            ``"compression threshold (share of the token budget)"``.
     """
     import matplotlib.pyplot as plt  # lazy: heavy
 
@@ -178,7 +182,7 @@ def plot_sweep_summary(summary: Any, x: str, metrics: Sequence[str], *,
         ax.plot(data[x], data[m], "o-", color=color)
         ax.fill_between(data[x], data[f"{m}_low"], data[f"{m}_high"], color=color, alpha=0.2,
                         label="95% interval")
-        ax.set_xlabel(x)
+        ax.set_xlabel(xlabel or x)
         ax.set_ylabel(f"mean {m} ({_unit(m)})", fontsize=8)
         ax.legend(fontsize=7)
     fig.suptitle(title or f"{', '.join(metrics)} against {x}", fontsize=10)
