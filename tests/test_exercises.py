@@ -180,3 +180,19 @@ def test_student_copy_fails_every_check(master):
         assert errors, f"{master.name}: a check cell passed on the student copy:\n{cell.source}"
         assert errors[0].ename == "ExerciseCheckError", errors[0].ename
         assert not any("Traceback" in line for line in errors[0].traceback)
+
+
+def test_links_to_chapters_resolve_in_masters_and_student_copies():
+    """A master (solutions/) and its generated copy (exercises/) sit at different depths; every
+    relative link to a notebook must reach an existing file from where each one lives."""
+    import re
+    root = Path(__file__).resolve().parents[1] / "notebooks" / "exercises"
+    broken = []
+    for nb_path in sorted(root.glob("*.ipynb")) + sorted((root / "solutions").glob("*.ipynb")):
+        for cell in json.loads(nb_path.read_text())["cells"]:
+            if cell["cell_type"] != "markdown":
+                continue
+            for target in re.findall(r"\]\(([^)\s]+\.ipynb)\)", "".join(cell["source"])):
+                if not (nb_path.parent / target).exists():
+                    broken.append(f"{nb_path.relative_to(root)} -> {target}")
+    assert broken == []

@@ -29,8 +29,10 @@ COMMANDS: dict[str, str] = {
 }
 
 EPILOG = """\
-Offline by default: with no OPENAI_API_KEY the model is the built-in simulator.
-Set OPENAI_API_KEY (and optionally OPENAI_BASE_URL, AGENTLAB_MODEL) to use a real endpoint.
+Offline by default: with neither OPENAI_API_KEY nor OPENAI_BASE_URL the model is the
+built-in simulator. OPENAI_API_KEY selects the OpenAI API (or OPENAI_BASE_URL's endpoint);
+OPENAI_BASE_URL alone selects a keyless local server (Ollama, vLLM, llama.cpp);
+AGENTLAB_MODEL names the model.
 Run `agentlab COMMAND --help` for a command's options."""
 
 

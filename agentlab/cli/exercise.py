@@ -28,9 +28,6 @@ from ..exercises.runner import (NotebookReport, exercise_of, expected_checks, fi
 
 __all__ = ["add_parser", "run", "work_dir", "work_copy_text"]
 
-_LINK = re.compile(r"\]\(((?:\.\./)+)([^)\s]+\.ipynb)\)")
-
-
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("exercise", help="list, start, check and reset the exercises; grade",
                        description=__doc__.split("\n\n")[0],
@@ -91,19 +88,7 @@ def work_copy_text(master: Path, folder: Path) -> str:
     """The student copy of ``master`` as it should be in ``folder``: links to the chapter
     notebooks are pointed at ``notebooks/`` from there, and the fingerprint matches."""
     nb = generate.student_copy(json.loads(master.read_text(encoding="utf-8")), master.stem)
-    chapters = master.parents[2]
-
-    def relink(m: re.Match) -> str:
-        target = chapters / Path(m.group(2)).name
-        if not target.exists():
-            return m.group(0)
-        return "](" + Path(os.path.relpath(target, folder)).as_posix() + ")"
-
-    for cell in nb["cells"]:
-        if cell["cell_type"] == "markdown":
-            cell["source"] = _LINK.sub(relink, generate.cell_source(cell))
-    nb["metadata"]["agentlab"]["fingerprint"] = generate.fingerprint(nb)
-    return generate.dumps(nb)
+    return generate.dumps(generate.relink(nb, master.parents[2], folder))
 
 
 # -- list, start, reset -------------------------------------------------------------------

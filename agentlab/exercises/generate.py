@@ -21,11 +21,13 @@ import argparse
 import hashlib
 import json
 import os
+import re
 import sys
 from pathlib import Path
 
 __all__ = ["BEGIN", "END", "strip_solution", "student_copy", "dumps", "fingerprint",
-           "is_pristine", "project_root", "masters", "copy_text", "copy_status", "cell_source", "main"]
+           "is_pristine", "project_root", "masters", "copy_text", "copy_status", "cell_source",
+           "relink", "main"]
 
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
 _PACKAGE_ROOT = Path(__file__).resolve().parents[2]
@@ -110,6 +112,31 @@ def student_copy(master: dict, name: str = "") -> dict:
     return nb
 
 
+#: A markdown link to a notebook through one or more parent folders: ``](../../01_x.ipynb)``.
+_LINK = re.compile(r"\]\(((?:\.\./)+)([^)\s]+\.ipynb)\)")
+
+
+def relink(nb: dict, chapters: Path, folder: Path) -> dict:
+    """Point the markdown links to chapter notebooks at ``chapters`` as seen from ``folder``
+    (where the copy will live), and refresh the fingerprint; returns ``nb``.
+
+    A master in ``solutions/`` links a chapter as ``../../NN_name.ipynb``; the same link is
+    ``../NN_name.ipynb`` in ``notebooks/exercises/`` and something else again in a work folder.
+    A link whose target is not a chapter notebook is left as written.
+    """
+    def one(m: re.Match) -> str:
+        target = chapters / Path(m.group(2)).name
+        if not target.exists():
+            return m.group(0)
+        return "](" + Path(os.path.relpath(target, folder)).as_posix() + ")"
+
+    for cell in nb["cells"]:
+        if cell["cell_type"] == "markdown":
+            cell["source"] = _LINK.sub(one, cell_source(cell))
+    nb["metadata"].setdefault("agentlab", {})["fingerprint"] = fingerprint(nb)
+    return nb
+
+
 def dumps(nb: dict) -> str:
     return json.dumps(nb, indent=1, ensure_ascii=False, sort_keys=True) + "\n"
 
@@ -117,7 +144,8 @@ def dumps(nb: dict) -> str:
 def copy_text(master_path: Path) -> str:
     """The text of the student copy generated from ``master_path``."""
     master = json.loads(master_path.read_text(encoding="utf-8"))
-    return dumps(student_copy(master, master_path.stem))
+    copies = master_path.parent.parent  # notebooks/exercises/, one up from solutions/
+    return dumps(relink(student_copy(master, master_path.stem), copies.parent, copies))
 
 
 def copy_status(target: Path, text: str) -> str:
