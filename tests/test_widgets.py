@@ -339,3 +339,28 @@ def test_jupyterlab_reads_the_override_from_the_environment(tmp_path):
     overrides, error = _get_overrides(str(tmp_path / "share/jupyter/lab/settings"))
     assert not error
     assert overrides["@jupyter-widgets/jupyterlab-manager:plugin"] == {"saveState": True}
+
+
+def test_schema_explorer_opens_on_the_tool_it_is_given():
+    from agentlab.errors import ConfigError
+    from agentlab.tools import ToolRegistry
+    from agentlab.widgets import schema_explorer
+    reg = ToolRegistry()
+
+    @reg.tool()
+    def web_search(query: str) -> str:
+        """Search."""
+        return query
+
+    @reg.tool()
+    def get_weather(city: str, unit: str = "c") -> str:
+        """Weather."""
+        return city
+    panel = schema_explorer(reg, arguments='{"city": "Oslo"}', tool="get_weather")
+    picks = [c for c in panel.children if getattr(c, "description", "") == "tool"]
+    dropdown = picks[0] if picks else next(
+        c for box in panel.children for c in getattr(box, "children", ()) if
+        getattr(c, "description", "") == "tool")
+    assert dropdown.value == "get_weather"
+    with pytest.raises(ConfigError):
+        schema_explorer(reg, tool="nope")

@@ -11,7 +11,7 @@ from typing import Callable, Iterable
 
 import ipywidgets as w
 
-from ..errors import AgentError
+from ..errors import AgentError, ConfigError
 from ..naive.tools import NaiveToolRegistry
 from ..tools import ToolRegistry
 from .panel import Panel
@@ -54,20 +54,28 @@ def _build(source: str, registry: ToolRegistry) -> str:
 
 def schema_explorer(registry: ToolRegistry | None = None,
                     functions: Iterable[Callable] = (), *,
-                    naive: bool = True, arguments: str = "{}") -> Panel:
+                    naive: bool = True, arguments: str = "{}",
+                    tool: str | None = None) -> Panel:
     """Pick (or type) a function; see its schema, the naive schema, and what ``validate`` says.
 
     Args:
         registry: tools to explore (a new registry if None); ``functions`` are added to it.
         naive: also show ``agentlab.naive.tools`` output for the same function.
         arguments: initial JSON in the arguments box.
+        tool: the tool shown first (default: the first registered one); give it with
+            ``arguments`` so the first verdict is about the arguments of that tool.
 
     Returns a ``Panel`` (an ipywidgets ``VBox``).
     """
     registry = registry if registry is not None else ToolRegistry()
     for f in functions:
         registry.register(f, replace=True)
-    pick = w.Dropdown(options=registry.list_tools(), description="tool")
+    names = registry.list_tools()
+    if tool is not None and tool not in names:
+        raise ConfigError("invalid_argument", f"tool={tool!r} is not registered; choose one of "
+                          f"{', '.join(names) or '(none)'}")
+    pick = w.Dropdown(options=names, value=tool if tool is not None else (names[0] if names
+                      else None), description="tool")
     source = w.Textarea(placeholder="def my_tool(city: str, unit: Literal['c', 'f'] = 'c'):\n"
                         "    \"\"\"Say what it does.\"\"\"",
                         layout=w.Layout(width="98%", height="7em"))
