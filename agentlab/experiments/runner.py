@@ -104,7 +104,9 @@ def fleet_executor() -> CellExecutor:
 def _progress(progress: Any, total: int, initial: int, name: str) -> Any:
     if callable(progress) and not isinstance(progress, bool):
         return _CallbackBar(progress, total, initial)
-    from tqdm.auto import tqdm  # lazy: heavy (imports IPython widgets in a notebook)
+    # the plain text bar, also in a notebook: a saved notebook then shows the finished bar as
+    # text, where tqdm.auto's widget bar would show "model not found" before it is run again
+    from tqdm.std import tqdm  # lazy: heavy
     return tqdm(total=total, initial=initial, desc=name, unit="run", disable=not progress,
                 file=sys.stderr, dynamic_ncols=True)
 
