@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import threading
 
 import pytest
 
@@ -44,6 +45,27 @@ def test_write_file_is_confined_to_output_dir(tmp_path):
         with pytest.raises(ToolError):
             write(bad, "x")
     assert not (tmp_path / "escape.md").exists()
+
+
+def test_parallel_writes_to_one_name_report_what_the_file_holds(tmp_path):
+    write = research.research_tools(output_dir=tmp_path).get_function("write_file")
+    for trial in range(60):
+        go, outcomes = threading.Barrier(3), {}
+
+        def one(i: int) -> None:
+            go.wait()
+            try:
+                write("report.md", f"version {i} of trial {trial}\n" * 200)
+                outcomes[i] = "ok"
+            except Exception as exc:  # noqa: BLE001 - what a spurious failure looks like
+                outcomes[i] = repr(exc)
+        threads = [threading.Thread(target=one, args=(i,)) for i in range(3)]
+        [t.start() for t in threads]
+        [t.join() for t in threads]
+        assert outcomes == {0: "ok", 1: "ok", 2: "ok"}, trial
+        held = (tmp_path / "report.md").read_text()
+        assert held in {f"version {i} of trial {trial}\n" * 200 for i in range(3)}
+    assert [p.name for p in tmp_path.iterdir()] == ["report.md"]  # no temporary file left
 
 
 def test_ask_user_answers_from_a_script():
