@@ -1,8 +1,10 @@
 """agentlab.research: the offline corpus, the four tools, the Researcher policy and the demo."""
 from __future__ import annotations
 
+import importlib.util
 import json
 import threading
+from pathlib import Path
 
 import pytest
 
@@ -147,3 +149,17 @@ def test_demo_llm_is_the_researcher_offline_and_honours_the_environment(monkeypa
     real = research.demo_llm(max_retries=0)
     assert str(real.client.base_url).rstrip("/") == "http://127.0.0.1:9/v1"
     assert real.model == "gpt-4o-mini"
+
+
+def test_soak_accepts_the_seed_it_documents(capsys):
+    spec = importlib.util.spec_from_file_location(
+        "soak", Path(__file__).resolve().parents[1] / "benchmarks" / "soak.py")
+    soak = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(soak)
+    assert soak.main(["--runs", "3", "--seed", "7"]) == 0
+    first = capsys.readouterr().out
+    assert "soak: 3 runs, finished " in first and first.rstrip().endswith(
+        "0 escaped exceptions, 0 protocol 400s")
+    soak.main(["--runs", "3", "--seed", "7"])
+    again = capsys.readouterr().out  # the same seed replays the same runs
+    assert again.splitlines()[2:] == first.splitlines()[2:]

@@ -4,8 +4,10 @@ ends the run CANCELLED with a result, and the history left behind is valid for t
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -200,3 +202,12 @@ def test_a_cancel_after_the_last_model_call_is_spent_with_its_run():
     rt.on("llm_end", lambda e: sent or (sent.append(1), rt.cancel()))
     assert rt.run("first").state is RunState.FINISHED  # too late for this run...
     assert rt.run("second").state is RunState.FINISHED  # ...and not carried into the next
+
+
+def test_the_cancel_soak_gives_its_verdict(capsys):
+    spec = importlib.util.spec_from_file_location(
+        "cancel_soak", Path(__file__).resolve().parents[1] / "benchmarks" / "cancel_soak.py")
+    soak = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(soak)
+    assert soak.main(["--runs", "4", "--time-scale", "0.2"]) == 0
+    assert capsys.readouterr().out.rstrip().endswith("0 invalid histories")

@@ -70,6 +70,8 @@ def call_unless_cancelled(fn: Callable[[], Any], cancel: threading.Event) -> Any
     while not done.wait(POLL_S):
         if cancel.is_set():
             raise Interrupted()
+    if cancel.is_set():  # the reply came with the cancel: the cancel wins
+        raise Interrupted()
     ok, value = outcome[0]
     if not ok:
         raise value
