@@ -74,8 +74,9 @@ def runtime(policy, *, first_token_ms: float = 0.0, config=None, reg=None, **kw)
     return rt, s
 
 
-def assert_valid_for_a_follow_up(rt: AgentRuntime) -> None:
-    """The real API's rules hold, no task is left unanswered, and a follow-up run works."""
+def assert_valid_for_a_follow_up(rt: AgentRuntime) -> list[str]:
+    """The real API's rules hold, no task is left unanswered, and a follow-up run works;
+    returns the user messages the follow-up sent."""
     msgs = rt.messages.get_messages()
     check_request({"model": "gpt-4o", "messages": [*msgs, {"role": "user", "content": "next"}]})
     assert msgs[-1]["role"] != "user", msgs[-1]
@@ -84,6 +85,7 @@ def assert_valid_for_a_follow_up(rt: AgentRuntime) -> None:
     assert rt.run("next task").state is RunState.FINISHED
     sent = s.requests[0]["body"]["messages"]
     assert [m["content"] for m in sent if m["role"] == "user"][-1] == "next task"
+    return [m["content"] for m in sent if m["role"] == "user"]
 
 
 def test_cancel_before_run_is_honoured_and_leaves_no_trace():
@@ -93,7 +95,7 @@ def test_cancel_before_run_is_honoured_and_leaves_no_trace():
     assert (r.state, r.stopped_reason, r.turns) == (RunState.CANCELLED, "cancelled", 0)
     assert s.requests == [] and rt.last_result is r
     assert [m["role"] for m in rt.messages.get_messages()] == ["system"]
-    assert_valid_for_a_follow_up(rt)  # and the cancel was spent: the next run finishes
+    assert assert_valid_for_a_follow_up(rt) == ["next task"]  # the cancel was spent
 
 
 def test_cancel_as_the_run_starts_is_never_lost():
@@ -179,8 +181,10 @@ def test_breaking_out_of_run_stream_ends_the_run_cancelled(tmp_path):
     r = rt.last_result
     assert r is not None and (r.state, r.stopped_reason) == (RunState.CANCELLED, "cancelled")
     assert ended == [r] and rt.run_state is RunState.CANCELLED
-    assert cm.list_checkpoints(r.run_id)[-1]["saved_due_to"] == "cancelled"  # the final one
-    assert_valid_for_a_follow_up(rt)  # the task was taken back out of the history
+    final = cm.list_checkpoints(r.run_id)[-1]
+    assert final["saved_due_to"] == "cancelled"  # the final checkpoint, resumable with its task
+    assert cm.load(final["id"]).messages[-1] == {"role": "user", "content": "task"}
+    assert assert_valid_for_a_follow_up(rt) == ["next task"]  # the next run sees one task
 
 
 @pytest.mark.parametrize("stop_at", ["tool_start", "tool_end", "turn_end"])
