@@ -133,7 +133,8 @@ def main(argv: list[str] | None = None) -> int:
     rng = random.Random(args.seed)
     outcomes: collections.Counter = collections.Counter()
     t0 = time.monotonic()
-    with tempfile.TemporaryDirectory() as out:
+    # abandoned (cancelled) tool threads may still write into `out` as it is removed
+    with tempfile.TemporaryDirectory(ignore_cleanup_errors=True) as out:
         window = 0.9 * calibrate(out, args.time_scale)
         for i in tqdm(range(args.runs), desc="cancel_soak", unit="run", file=sys.stderr):
             outcomes[one_run(args.seed * 1_000_003 + i, out, window, args.time_scale, rng)] += 1

@@ -26,6 +26,7 @@ import time
 from tqdm import tqdm
 
 from agentlab import research, sim
+from agentlab.executor import abandoned_threads
 from agentlab.runtime import AgentRuntime, RuntimeConfig
 from agentlab.sim.researcher import Researcher
 
@@ -68,12 +69,15 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     states, codes, statuses = collections.Counter(), collections.Counter(), collections.Counter()
     t0 = time.monotonic()
-    with tempfile.TemporaryDirectory() as out:
+    with tempfile.TemporaryDirectory(ignore_cleanup_errors=True) as out:
         for i in tqdm(range(args.runs), desc="soak", unit="run", file=sys.stderr):
             state, errs, sts = one_run(i, args.fault_rate, out, args.seed)
             states[state] += 1
             codes.update(errs)
             statuses.update(sts)
+        settle = time.monotonic() + 4 * HANG_S  # hung tools still write into `out`: let them end
+        while abandoned_threads() and time.monotonic() < settle:
+            time.sleep(0.05)
     escaped = sum(n for s, n in states.items() if s.startswith("escaped"))
     print(f"Soak: {args.runs} research-agent runs, fault rate {args.fault_rate:.0%} per model "
           f"request and per tool call, strict simulator, seed {args.seed}, "
