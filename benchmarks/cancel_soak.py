@@ -85,14 +85,26 @@ def history_problem(rt: AgentRuntime) -> str | None:
     return None if follow.state is RunState.FINISHED else f"follow-up run {follow.state.value}"
 
 
-def one_run(i: int, out: str, window_s: float, time_scale: float, rng: random.Random) -> str:
-    """``cancelled``, ``finished_late`` (cancel after the last model call), or what went wrong."""
+#: What the run was doing, from its hook events (where a cancel lands).
+PHASES = {"run_start": "before a model call", "llm_start": "in a model call",
+          "llm_end": "between steps", "tool_start": "in a tool batch", "turn_end": "between steps"}
+
+
+def one_run(i: int, out: str, window_s: float, time_scale: float, rng: random.Random,
+            landed: collections.Counter) -> str:
+    """``cancelled``, ``finished_late`` (cancel after the last model call), or what went wrong;
+    counts in ``landed`` what the run was doing when the cancel was sent."""
     rt = make_runtime(i, out, time_scale)
-    last_reply = [0.0]
+    last_reply, phase, sent = [0.0], ["before the run"], [0.0]
     rt.on("llm_end", lambda e: last_reply.__setitem__(0, time.monotonic()))
-    sent = [0.0]
-    timer = threading.Timer(rng.uniform(0.0, window_s),
-                            lambda: (sent.__setitem__(0, time.monotonic()), rt.cancel()))
+    rt.on("*", lambda e: phase.__setitem__(0, PHASES.get(e["type"], phase[0])))
+
+    def cancel() -> None:
+        sent[0] = time.monotonic()
+        landed[phase[0]] += 1
+        rt.cancel()
+
+    timer = threading.Timer(rng.uniform(0.0, window_s), cancel)
     timer.start()
     try:
         result = start(rt, stream=bool(i % 2))
@@ -132,18 +144,21 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     rng = random.Random(args.seed)
     outcomes: collections.Counter = collections.Counter()
+    landed: collections.Counter = collections.Counter()
     t0 = time.monotonic()
     # abandoned (cancelled) tool threads may still write into `out` as it is removed
     with tempfile.TemporaryDirectory(ignore_cleanup_errors=True) as out:
         window = 0.9 * calibrate(out, args.time_scale)
         for i in tqdm(range(args.runs), desc="cancel_soak", unit="run", file=sys.stderr):
-            outcomes[one_run(args.seed * 1_000_003 + i, out, window, args.time_scale, rng)] += 1
+            outcomes[one_run(args.seed * 1_000_003 + i, out, window, args.time_scale, rng,
+                             landed)] += 1
     cancelled, late = outcomes["cancelled"], outcomes["finished_late"]
     invalid = sum(n for k, n in outcomes.items() if k.startswith("invalid"))
     print(f"Cancel soak: {args.runs} research-agent runs, cancel at a random moment within "
           f"{window * 1000:.0f} ms of the start, {time.monotonic() - t0:.1f} s")
     for outcome, n in outcomes.most_common():
         print(f"  {outcome:<50} {n:4d}")
+    print("Where the cancels landed: " + ", ".join(f"{k} {n}" for k, n in landed.most_common()))
     print(f"\ncancel_soak: {args.runs} runs, {cancelled} CANCELLED, {late} FINISHED (cancel after "
           f"last model call), {invalid} invalid histories")
     return 0 if cancelled + late == args.runs else 1
