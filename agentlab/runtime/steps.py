@@ -16,8 +16,8 @@ from typing import Any, Iterator
 
 from ..errors import AgentError
 from ..executor import ToolExecutor, ToolResult
-from .cancel import Interrupted, call_unless_cancelled, execute_unless_cancelled, \
-    iterate_unless_cancelled
+from .cancel import (Interrupted, call_unless_cancelled, execute_unless_cancelled,
+                     iterate_unless_cancelled)
 from .context import STREAM_EVENTS, RunContext
 from .hooks import Hooks
 from .loop_guard import LoopDetector
