@@ -187,6 +187,22 @@ def test_breaking_out_of_run_stream_ends_the_run_cancelled(tmp_path):
     assert assert_valid_for_a_follow_up(rt) == ["next task"]  # the next run sees one task
 
 
+def test_the_model_stream_is_closed_when_the_run_stops():
+    rt, _ = runtime(["word " * 200])
+    closed, real_stream = threading.Event(), rt.llm.stream
+
+    def stream(*args, **kwargs):  # the client's stream, noting when it is closed
+        try:
+            yield from real_stream(*args, **kwargs)
+        finally:
+            closed.set()
+    rt.llm.stream = stream
+    for event in rt.run_stream("task"):
+        if event["type"] == "text":
+            break
+    assert closed.wait(1.0) and rt.last_result.state is RunState.CANCELLED
+
+
 @pytest.mark.parametrize("stop_at", ["tool_start", "tool_end", "turn_end"])
 def test_breaking_out_at_a_tool_event_answers_every_call(stop_at):
     rt, _ = runtime(tools_then_text(("fast", "a"), ("fast", "b")))
