@@ -9,7 +9,9 @@ fifteen short pages about asyncio written for this project, each with a stable f
   weigh more than the body; rare words weigh more than common ones) and returns JSON.
 - ``read_url(url)`` returns a page's text, or fails with a clear "not found" error.
 - ``write_file(filename, content)`` writes inside ``output_dir`` only; a path that would leave
-  it (``../x``, ``/etc/x``) is refused. The directory is created on the first write.
+  it (``../x``, ``/etc/x``) is refused. The directory is created on the first write. Writes
+  are atomic (``agentlab.atomic.atomic_write``: a temporary file per call, then a rename), so
+  what it reports matches the file even when parallel calls write the same name.
 - ``ask_user(question)`` answers from ``answers`` (a list, dict or function) when given, so a
   notebook never blocks on ``input()``.
 
@@ -29,6 +31,7 @@ from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
+from .atomic import atomic_write
 from .corpus import CORPUS_DIR, Corpus, Page, build_index, corpus
 from .errors import ToolError
 from .runtime import AgentRuntime, RuntimeConfig
@@ -123,9 +126,9 @@ def research_tools(output_dir: str | Path = "output",
         """
         target = _safe_path(out, filename)
         target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = target.with_name(target.name + ".tmp")
-        tmp.write_text(content, encoding="utf-8")
-        os.replace(tmp, target)  # atomic: a reader never sees half a report
+        # atomic (a reader never sees half a report), through a temporary file of its own per
+        # call: parallel writes to one name each succeed, and the last one wins whole
+        atomic_write(target, content.encode("utf-8"), ToolError, "tool_failed")
         # the name inside the output folder only: the model needs no machine-specific path
         shown = target.relative_to(out.resolve()).as_posix()
         return f"Wrote {len(content)} chars to {shown} in the output folder"

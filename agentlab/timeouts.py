@@ -37,6 +37,13 @@ the fraction ``c`` of timed-out samples in the window:
                     sample, which puts the timeout at about ``multiplier`` x the old one
 
 ``rule="article"`` always uses every sample (for comparison).
+
+Alerts (the slow-query log) compare a duration with ``alert_threshold`` x the p95 of the
+tool's *baseline*: the recent durations that raised no alert. A slow sample never joins the
+baseline, so a slow regime keeps alerting for as long as it lasts instead of becoming the new
+normal once it fills the window (the timeout, learned from every sample, does adapt to it);
+``reset(tool)`` accepts a new normal. Alerts start after a warm-up of ``alert_min_samples``
+(default 3) baseline samples, much sooner than the timeout adapts.
 """
 from __future__ import annotations
 
@@ -117,6 +124,8 @@ class _Window:
         self.timed_out: deque[bool] = deque(maxlen=size)
         self.failed: deque[bool] = deque(maxlen=size)
         self.sorted_cache: list[float] | None = None
+        self.baseline: deque[float] = deque(maxlen=size)  # durations that raised no alert
+        self.baseline_cache: list[float] | None = None
         self.slow = 0
         self.total = 0
 
@@ -125,18 +134,24 @@ class _Window:
             self.sorted_cache = sorted(self.durations)
         return self.sorted_cache
 
+    def sorted_baseline(self) -> list[float]:
+        if self.baseline_cache is None:
+            self.baseline_cache = sorted(self.baseline)
+        return self.baseline_cache
+
 
 class AdaptiveTimeoutManager:
     """Learns a timeout per tool from that tool's own latency distribution.
 
     Args:
         initial_timeout: seconds, used until a tool has ``min_samples`` samples.
-        alert_threshold: alert when a duration exceeds this many times the p95 of the samples
-            recorded *before* it (the sample under test must not dilute its own baseline).
+        alert_threshold: alert when a duration exceeds this many times the p95 of the tool's
+            baseline (the samples before it that raised no alert; see the module docstring).
         multiplier: safety factor of the timeout rule.
         min_timeout, max_timeout: clamp of every learned timeout, in seconds.
         window: samples kept per tool (a sliding window, so old behaviour is forgotten).
-        min_samples: samples needed before adapting and before alerting.
+        min_samples: samples needed before adapting the timeout.
+        alert_min_samples: baseline samples needed before alerting (the warm-up).
         slow_log_size: alerts kept in the slow-query log (oldest dropped first).
         on_alert: optional ``callback(alert: dict)``, called outside the lock.
         rule: ``"censoring_aware"`` (default) or ``"article"`` (see the module docstring).
@@ -146,7 +161,8 @@ class AdaptiveTimeoutManager:
 
     def __init__(self, initial_timeout: float = 30.0, alert_threshold: float = 3.0,
                  multiplier: float = 1.5, min_timeout: float = 5.0, max_timeout: float = 120.0,
-                 window: int = 100, *, min_samples: int = 10, slow_log_size: int = 1000,
+                 window: int = 100, *, min_samples: int = 10, alert_min_samples: int = 3,
+                 slow_log_size: int = 1000,
                  on_alert: Callable[[dict], None] | None = None,
                  rule: str = "censoring_aware") -> None:
         # every knob checked up front: 0, negatives, inf, NaN, None and bools are refused
@@ -168,6 +184,7 @@ class AdaptiveTimeoutManager:
         self.max_timeout = max_timeout
         self.window = positive_int("window", window)
         self.min_samples = positive_int("min_samples", min_samples)
+        self.alert_min_samples = positive_int("alert_min_samples", alert_min_samples)
         slow_log_size = positive_int("slow_log_size", slow_log_size)
         self.on_alert = on_alert
         self._tools: dict[str, _Window] = {}
@@ -195,9 +212,9 @@ class AdaptiveTimeoutManager:
             if win is None:
                 win = self._tools[tool_name] = _Window(self.window)
             alert = None
-            # 1. compare against the history BEFORE this sample
-            if len(win.durations) >= self.min_samples:
-                data = win.sorted()
+            # 1. compare against the baseline BEFORE this sample (never diluted by it)
+            if len(win.baseline) >= self.alert_min_samples:
+                data = win.sorted_baseline()
                 p95 = _percentile_sorted(data, 95)
                 if duration_ms > self.alert_threshold * p95:
                     win.slow += 1
@@ -208,7 +225,11 @@ class AdaptiveTimeoutManager:
                              "success": success, "timed_out": timed_out,
                              "count": len(data)}
                     self._slow_log.append(alert)
-            # 2. then add it to the window (a timed-out call as a censored sample)
+            # 2. then add it to the window (a timed-out call as a censored sample), and to the
+            #    baseline only if it is not slow: a slow regime is never absorbed
+            if alert is None:
+                win.baseline.append(duration_ms)
+                win.baseline_cache = None
             win.durations.append(duration_ms)
             win.timed_out.append(bool(timed_out))
             win.failed.append(not success)

@@ -158,13 +158,36 @@ def test_prometheus_text_parses_with_escaped_labels():
     assert dur.type == "summary"
     p95 = [s.value for s in dur.samples if s.labels == {"tool": "web_search", "quantile": "0.95"}]
     assert p95 == [pytest.approx(np.percentile([0.01, 0.02, 0.03], 95))]
-    assert fams["agentlab_queue_depth_now"].samples[0].value == 4
+    depth = [f for n, f in fams.items() if n.startswith("agentlab_queue_depth_now_")]
+    assert len(depth) == 1 and depth[0].samples[0].value == 4  # sanitised: a hash keeps it unique
     text = obs.export_prometheus_metrics()
     assert "# HELP agentlab_llm_tokens_total" in text and "# TYPE agentlab_llm_tokens_total counter" in text
     naive = NaiveObserver("r")
     naive.record_llm_call(10, 2)
     with pytest.raises(ValueError):  # the article-style export is not valid text format
         list(text_string_to_metric_families(naive.export_prometheus_metrics()))
+
+
+def test_prometheus_export_stays_valid_when_names_collide():
+    parse = pytest.importorskip("prometheus_client.parser").text_string_to_metric_families
+    obs = research_run(AgentObserver("run-1"))
+    obs.record_metric("run_turns", 5)  # the export's own family name
+    obs.record_metric("agentlab_run_turns", 6)
+    obs.record_metric("延迟", 1.5)  # two non-ASCII names: both sanitise to nothing
+    obs.record_metric("遅延", 2.5)
+    obs.record_metric("tool_duration_seconds_count", 7)  # a sample name of a built-in summary
+    obs.record_metric("lat", 3, **{"a.b": "dot", "a_b": "underscore", "__x": "r", "9": "n"})
+    text = obs.export_prometheus_metrics()
+    fams = list(parse(text))
+    names = [f.name for f in fams]
+    assert len(names) == len(set(names)) and text.count("# TYPE agentlab_run_turns ") == 1
+    turns = next(f for f in fams if f.name == "agentlab_run_turns")
+    assert [s.value for s in turns.samples] == [3]
+    recorded = {f.name: f.samples for f in fams if f.documentation.startswith("Recorded")}
+    assert sorted(s[0].value for s in recorded.values()) == [1.5, 2.5, 3, 5, 6, 7]
+    (lat,) = [s for s in recorded.values() if s[0].value == 3]
+    assert sorted(lat[0].labels.values()) == ["dot", "n", "r", "underscore"]
+    assert "a_b" in lat[0].labels and all(not k.startswith("__") for k in lat[0].labels)
 
 
 def test_json_export_round_trips():
@@ -265,3 +288,13 @@ def test_an_observer_attaches_to_a_runtime_from_outside():
     assert rt.observer is obs and obs.run_id == r.run_id and obs.final_status == "completed"
     assert [s.kind for s in obs.spans] == ["run", "turn", "llm", "tool", "turn", "llm"]
 
+
+def test_the_run_duration_counts_from_the_run_span_like_the_result():
+    rt = AgentRuntime(sim.Simulator(["done"], latency=sim.Latency(
+        first_token_ms=100, tokens_per_second=0, jitter=0)).llm(), ToolRegistry())
+    obs = AgentObserver("x")
+    obs.attach(rt)
+    threading.Event().wait(0.4)  # the observer was made well before the run
+    r = rt.run("go")
+    assert obs.duration_ms() == pytest.approx(r.duration_ms, abs=30)
+    assert obs.generate_report().duration_ms == pytest.approx(r.duration_ms, abs=30)

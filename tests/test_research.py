@@ -1,7 +1,10 @@
 """agentlab.research: the offline corpus, the four tools, the Researcher policy and the demo."""
 from __future__ import annotations
 
+import importlib.util
 import json
+import threading
+from pathlib import Path
 
 import pytest
 
@@ -44,6 +47,27 @@ def test_write_file_is_confined_to_output_dir(tmp_path):
         with pytest.raises(ToolError):
             write(bad, "x")
     assert not (tmp_path / "escape.md").exists()
+
+
+def test_parallel_writes_to_one_name_report_what_the_file_holds(tmp_path):
+    write = research.research_tools(output_dir=tmp_path).get_function("write_file")
+    for trial in range(60):
+        go, outcomes = threading.Barrier(3), {}
+
+        def one(i: int) -> None:
+            go.wait()
+            try:
+                write("report.md", f"version {i} of trial {trial}\n" * 200)
+                outcomes[i] = "ok"
+            except Exception as exc:  # noqa: BLE001 - what a spurious failure looks like
+                outcomes[i] = repr(exc)
+        threads = [threading.Thread(target=one, args=(i,)) for i in range(3)]
+        [t.start() for t in threads]
+        [t.join() for t in threads]
+        assert outcomes == {0: "ok", 1: "ok", 2: "ok"}, trial
+        held = (tmp_path / "report.md").read_text()
+        assert held in {f"version {i} of trial {trial}\n" * 200 for i in range(3)}
+    assert [p.name for p in tmp_path.iterdir()] == ["report.md"]  # no temporary file left
 
 
 def test_ask_user_answers_from_a_script():
@@ -125,3 +149,17 @@ def test_demo_llm_is_the_researcher_offline_and_honours_the_environment(monkeypa
     real = research.demo_llm(max_retries=0)
     assert str(real.client.base_url).rstrip("/") == "http://127.0.0.1:9/v1"
     assert real.model == "gpt-4o-mini"
+
+
+def test_soak_accepts_the_seed_it_documents(capsys):
+    spec = importlib.util.spec_from_file_location(
+        "soak", Path(__file__).resolve().parents[1] / "benchmarks" / "soak.py")
+    soak = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(soak)
+    assert soak.main(["--runs", "3", "--seed", "7"]) == 0
+    first = capsys.readouterr().out
+    assert "soak: 3 runs, finished " in first and first.rstrip().endswith(
+        "0 escaped exceptions, 0 protocol 400s")
+    soak.main(["--runs", "3", "--seed", "7"])
+    again = capsys.readouterr().out  # the same seed replays the same runs
+    assert again.splitlines()[2:] == first.splitlines()[2:]

@@ -66,7 +66,7 @@ def test_no_adapting_before_min_samples():
 
 def test_alert_compares_with_history_before_the_sample():
     alerts = []
-    m = fed([10.0], min_samples=1, on_alert=alerts.append)
+    m = fed([10.0], alert_min_samples=1, on_alert=alerts.append)
     # including the sample, p95 of [10, 100] would be 95.5 and 100 < 3 * 95.5: no alert
     alert = m.record_execution("t", 100.0)
     assert alert is not None and alert["p95_ms"] == 10.0 and alert["ratio"] == 10.0
@@ -74,15 +74,27 @@ def test_alert_compares_with_history_before_the_sample():
     assert m.record_execution("t", 12.0) is None
 
 
-def test_no_alerts_before_min_samples_and_log_is_bounded():
-    m = fed([10.0] * 5, min_samples=10)
-    assert m.record_execution("t", 10_000.0) is None
+def test_alerts_after_a_warm_up_of_three_samples_and_log_is_bounded():
+    m = fed([10.0] * 2, min_samples=10)
+    assert m.record_execution("t", 10_000.0) is None  # two samples: no baseline yet
+    m = fed([10.0] * 3, min_samples=10)
+    assert m.record_execution("t", 10_000.0) is not None  # long before the timeout adapts
+    assert fed([10.0] * 5, alert_min_samples=10).record_execution("t", 10_000.0) is None
     m = fed([10.0] * 100, min_samples=10, slow_log_size=3, window=10_000)
     for i in range(5):
         m.record_execution("t", 1000.0 + i)
     assert [a["duration_ms"] for a in m.get_slow_queries()] == [1002.0, 1003.0, 1004.0]
     assert [a["duration_ms"] for a in m.get_slow_queries(limit=1)] == [1004.0]
     assert m.get_stats("t").slow == 5
+
+
+def test_a_slow_regime_keeps_alerting_after_it_fills_the_window():
+    m = fed([10.0 + i % 3 for i in range(50)], window=50)
+    alerts = [m.record_execution("t", 100.0 + i % 5) for i in range(200)]  # 4x the window
+    assert all(alerts) and alerts[-1]["p95_ms"] == pytest.approx(np.percentile([10, 11, 12] * 17, 95), abs=0.1)
+    assert m.get_stats("t").p95 >= 100  # the timeout's window did move to the new regime
+    m.reset("t")  # a new normal is accepted by resetting the tool
+    assert [m.record_execution("t", 100.0) for _ in range(5)] == [None] * 5
 
 
 def test_censored_timeouts_let_the_timeout_grow_after_a_slowdown():

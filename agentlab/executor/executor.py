@@ -24,8 +24,10 @@ a failure carries ``error_code`` and a text telling the model what to do differe
     tool_failed               the function raised (type and message shown); an ``AgentError``
                               raised by a tool keeps its own code
     tool_timeout              the call missed its deadline (async: cancelled; sync: abandoned)
+    cancelled                 the run was cancelled while the call ran (cancelled or abandoned)
     tool_result_unrenderable  the call ran, but its result has no text form
     deadline_exceeded         the batch ``timeout`` ran out before the call could start
+    not_executed              the run was cancelled before the call could start
     executor_saturated        too many abandoned calls are still running
     executor_error            an internal failure; the text says whether the call had started
 
@@ -46,6 +48,11 @@ the prefix it is given (``execute*(..., idempotency_prefix=...)``, else its
 ``idempotency_prefix`` attribute, "" by default) and never invents one; the durable executor
 of chapter 11 sets ``"<run_id>:"``, so a retried or resumed call gets the same key and the
 tool can refuse to write twice.
+
+Cancellation: ``execute*(..., cancel=event)`` (a ``threading.Event``, the runtime's cancel flag)
+stops the batch within ``CANCEL_POLL_S`` of the event being set, with the timeout machinery:
+running calls are cancelled (async) or abandoned (sync) and reported ``cancelled``, calls not
+started yet ``not_executed``.
 """
 from __future__ import annotations
 
@@ -62,37 +69,17 @@ from ..errors import AgentError, ToolError
 from ..knobs import positive_int, positive_number
 from ..tools import IDEMPOTENCY_PARAM, ToolRegistry
 from .aio import LoopRunner
+from .calls import CallState, call_ids, enforced_s, own_limit, report_execution
 from .results import ToolResult, failed_result, render_result, safe_str
 from .threads import (WorkerPool, abandoned_threads as _process_abandoned, call_sync, check_capacity,
                       register_abandoned, release_abandoned)
 
-__all__ = ["ToolExecutor"]
+__all__ = ["ToolExecutor", "CANCEL_POLL_S"]
+
+#: How often a batch given a ``cancel`` event looks at it (seconds).
+CANCEL_POLL_S = 0.02
 
 logger = logging.getLogger(__name__)
-
-
-class _Call:
-    """Book-keeping for one call of a batch; guarded by the batch's condition lock."""
-
-    __slots__ = ("index", "call", "kwargs", "limit_s", "own_limit", "deadline", "started",
-                 "done", "abandoned", "outcome", "future", "__weakref__")
-
-    def __init__(self, index: int, call: Any) -> None:
-        self.index, self.call, self.kwargs = index, call, {}
-        self.limit_s = self.deadline = self.started = 0.0
-        self.own_limit = True  # False when the batch bound, not the tool's limit, applies
-        self.done = self.abandoned = False
-        self.outcome: tuple[Any, BaseException | None, float] | None = None
-        self.future: concurrent.futures.Future | None = None  # async calls only
-
-
-def _enforced_s(state: _Call) -> float:
-    """The limit a call ran under: its own timeout, or what was left of the batch's."""
-    return state.limit_s if state.own_limit else max(0.0, state.deadline - state.started)
-
-
-def _ids(call: Any) -> tuple[str, str]:
-    return safe_str(getattr(call, "id", "")), safe_str(getattr(call, "name", ""))
 
 
 class ToolExecutor:
@@ -131,14 +118,16 @@ class ToolExecutor:
 
     # -- public API ---------------------------------------------------------------------------
     def execute(self, tool_calls: Iterable[Any], timeout: float | None = None, *,
-                idempotency_prefix: str | None = None) -> list[ToolResult]:
+                idempotency_prefix: str | None = None,
+                cancel: threading.Event | None = None) -> list[ToolResult]:
         """Run the calls one after another, each bounded by its timeout."""
-        return self._run_safely(tool_calls, 1, timeout, idempotency_prefix)
+        return self._run_safely(tool_calls, 1, timeout, idempotency_prefix, cancel)
 
     def execute_parallel(self, tool_calls: Iterable[Any], timeout: float | None = None, *,
-                         idempotency_prefix: str | None = None) -> list[ToolResult]:
+                         idempotency_prefix: str | None = None,
+                         cancel: threading.Event | None = None) -> list[ToolResult]:
         """Run up to ``max_workers`` calls at once; results in call order."""
-        return self._run_safely(tool_calls, self.max_workers, timeout, idempotency_prefix)
+        return self._run_safely(tool_calls, self.max_workers, timeout, idempotency_prefix, cancel)
 
     @property
     def abandoned_threads(self) -> int:
@@ -172,20 +161,20 @@ class ToolExecutor:
 
     # -- the batch loop -----------------------------------------------------------------------
     def _run_safely(self, tool_calls: Iterable[Any], concurrency: int, timeout: Any,
-                    prefix: str | None) -> list[ToolResult]:
+                    prefix: str | None, cancel: Any = None) -> list[ToolResult]:
         """The batch, behind a last boundary: an internal failure fails the calls without a
         result, each saying whether it had started (so the model knows what ran)."""
-        states: list[_Call] = []
+        states: list[CallState] = []
         results: list[ToolResult | None] = []
         try:
-            states = [_Call(i, c) for i, c in enumerate(tool_calls)]
+            states = [CallState(i, c) for i, c in enumerate(tool_calls)]
             results = [None] * len(states)
-            self._run_batch(states, concurrency, timeout, prefix, results)
+            self._run_batch(states, concurrency, timeout, prefix, results, cancel)
         except Exception as exc:  # noqa: BLE001 - the executor never raises
             logger.exception("tool batch failed")
             for st in states:
                 if results[st.index] is None:
-                    call_id, name = _ids(st.call)
+                    call_id, name = call_ids(st.call)
                     ran = ("had started and may have completed its effects" if st.started
                            else "was not run")
                     results[st.index] = failed_result(
@@ -194,10 +183,11 @@ class ToolExecutor:
                         st.started, None, self.max_output_chars)
         return results  # type: ignore[return-value]
 
-    def _run_batch(self, states: list[_Call], concurrency: int, timeout: Any,
-                   prefix: str | None, results: list) -> None:
+    def _run_batch(self, states: list[CallState], concurrency: int, timeout: Any,
+                   prefix: str | None, results: list, cancel: Any) -> None:
         """Start up to ``concurrency`` calls, wait for the first to finish or the nearest
-        deadline, collect, repeat. Serial execution is the same loop with concurrency 1."""
+        deadline, collect, repeat. Serial execution is the same loop with concurrency 1.
+        A set ``cancel`` event stops the batch at once (``_interrupt``)."""
         start = time.perf_counter()
         timeout = None if timeout is None or timeout == math.inf else float(timeout)
         if timeout is not None and math.isnan(timeout):
@@ -205,10 +195,13 @@ class ToolExecutor:
         batch_deadline = None if timeout is None else start + max(0.0, timeout)
         prefix = self.idempotency_prefix if prefix is None else prefix
         pending = list(reversed(states))  # pop() from the end keeps call order
-        running: list[_Call] = []
+        running: list[CallState] = []
         cond = threading.Condition()
         with cond:
             while pending or running:
+                if cancel is not None and cancel.is_set():
+                    self._interrupt(pending, running, results)
+                    return
                 # 1. start calls while there is room (rejected calls finish at once)
                 while pending and len(running) < concurrency:
                     state = pending.pop()
@@ -224,7 +217,8 @@ class ToolExecutor:
                 now = time.perf_counter()
                 nearest = min(s.deadline for s in running)
                 if not any(s.done for s in running) and nearest > now:
-                    cond.wait(nearest - now)
+                    cond.wait(nearest - now if cancel is None else
+                              min(nearest - now, CANCEL_POLL_S))
                 # 3. collect finished calls, give up on overdue ones
                 now = time.perf_counter()
                 for state in list(running):
@@ -236,11 +230,11 @@ class ToolExecutor:
                         continue
                     running.remove(state)
 
-    def _prepare(self, state: _Call, batch_deadline: float | None,
+    def _prepare(self, state: CallState, batch_deadline: float | None,
                  prefix: str) -> ToolResult | None:
         """Validate and time one call; a ``ToolResult`` if it must not run."""
         call = state.call
-        call_id, name = _ids(call)
+        call_id, name = call_ids(call)
         try:
             parse_error = getattr(call, "parse_error", None)
             if name not in self.registry:
@@ -262,7 +256,7 @@ class ToolExecutor:
             return self._failed(call_id, name, "invalid_arguments", f"The arguments for "
                                 f"'{name}' could not be checked ({type(exc).__name__}: "
                                 f"{safe_str(exc)}).", 0.0)
-        limit = self._own_limit(name, options)
+        limit = own_limit(name, options, self.timeout_manager, self.default_timeout)
         now = time.perf_counter()
         state.kwargs, state.limit_s, state.deadline = kwargs, limit, now + limit
         if batch_deadline is not None and batch_deadline < state.deadline:
@@ -277,21 +271,7 @@ class ToolExecutor:
         if not self.registry.is_async(name):  # a cancelled task frees itself; a thread may not
             check_capacity(name, self.abandoned_calls, self.max_abandoned)
 
-    def _own_limit(self, name: str, options: dict) -> float:
-        if options.get("timeout") is not None:
-            return float(options["timeout"])
-        if self.timeout_manager is not None:
-            try:
-                value = float(self.timeout_manager.get_timeout(name))
-                if 0 < value < math.inf:
-                    return value
-                logger.warning("timeout_manager.get_timeout(%r) returned %r; using %s s",
-                               name, value, self.default_timeout)
-            except Exception:  # a broken manager must not break the batch
-                logger.exception("timeout_manager.get_timeout(%r) failed", name)
-        return self.default_timeout
-
-    def _start(self, state: _Call, cond: threading.Condition) -> None:
+    def _start(self, state: CallState, cond: threading.Condition) -> None:
         func = self.registry.get_function(state.call.name)
         is_async = self.registry.is_async(state.call.name)
 
@@ -323,15 +303,15 @@ class ToolExecutor:
 
         self._pool.submit(work)
 
-    def _finish(self, state: _Call) -> ToolResult:
+    def _finish(self, state: CallState) -> ToolResult:
         value, error, elapsed_ms = state.outcome  # type: ignore[misc]
-        call_id, name = _ids(state.call)
-        limit = _enforced_s(state)
+        call_id, name = call_ids(state.call)
+        limit = enforced_s(state)
         if error is None:
-            self._record(name, elapsed_ms, success=True, timed_out=False)
+            report_execution(self.timeout_manager, name, elapsed_ms, success=True, timed_out=False)
             return render_result(call_id, name, value, elapsed_ms, state.started, limit,
                                  self.max_output_chars)
-        self._record(name, elapsed_ms, success=False, timed_out=False)
+        report_execution(self.timeout_manager, name, elapsed_ms, success=False, timed_out=False)
         if isinstance(error, AgentError):
             code, text = error.code, safe_str(error.message)
         else:
@@ -341,11 +321,23 @@ class ToolExecutor:
         logger.info("tool '%s' failed: %s", name, text)
         return self._failed(call_id, name, code, text, elapsed_ms, state.started, limit)
 
-    def _abandon(self, state: _Call, now: float) -> ToolResult:
-        call_id, name = _ids(state.call)
-        limit = _enforced_s(state)
-        if state.own_limit:
-            self._record(name, state.limit_s * 1000, success=False, timed_out=True)
+    def _interrupt(self, pending: list[CallState], running: list[CallState], results: list) -> None:
+        """The run was cancelled: stop the running calls, skip the pending ones."""
+        now = time.perf_counter()
+        for state in running:
+            results[state.index] = self._finish(state) if state.done else \
+                self._abandon(state, now, cancelled=True)
+        for state in pending:
+            call_id, name = call_ids(state.call)
+            results[state.index] = self._failed(call_id, name, "not_executed", f"'{name}' was "
+                                                "not run: the run was cancelled.", 0.0)
+
+    def _abandon(self, state: CallState, now: float, cancelled: bool = False) -> ToolResult:
+        """Stop waiting for a call that timed out (or whose run was ``cancelled``)."""
+        call_id, name = call_ids(state.call)
+        limit = enforced_s(state)
+        if state.own_limit and not cancelled:
+            report_execution(self.timeout_manager, name, state.limit_s * 1000, success=False, timed_out=True)
         side = self.registry.get_options(name).get("side_effects")
         if state.future is not None:
             state.future.cancel()  # the task gets CancelledError at its next await
@@ -356,14 +348,15 @@ class ToolExecutor:
                 self._abandoned[id(state)] = (name, call_id)
             register_abandoned(id(state), (name, call_id))
             how, effects = "abandoned", "It may still complete its side effects"
-        text = (f"Tool '{name}' did not finish within {limit:.1f} s and was {how}. "
-                + (f"{effects}: check before calling it again." if side else
-                   "Try a smaller request, or continue without this result."))
-        logger.info("tool '%s' (%s) timed out after %.2f s", name, call_id, limit)
-        return self._failed(call_id, name, "tool_timeout", text, (now - state.started) * 1000,
-                            state.started, limit)
+        what = (f"was {how} because the run was cancelled" if cancelled else
+                f"did not finish within {limit:.1f} s and was {how}")
+        text = (f"Tool '{name}' {what}. " + (f"{effects}: check before calling it again."
+                if side or cancelled else "Try a smaller request, or continue without this result."))
+        logger.info("tool '%s' (%s) %s", name, call_id, what)
+        return self._failed(call_id, name, "cancelled" if cancelled else "tool_timeout", text,
+                            (now - state.started) * 1000, state.started, limit)
 
-    def _release(self, state: _Call) -> None:
+    def _release(self, state: CallState) -> None:
         with self._lock:
             self._abandoned.pop(id(state), None)
         release_abandoned(id(state))
@@ -372,11 +365,3 @@ class ToolExecutor:
                 started: float = 0.0, timeout_s: float | None = None) -> ToolResult:
         return failed_result(call_id, name, code, text, ms, started, timeout_s,
                              self.max_output_chars)
-
-    def _record(self, name: str, ms: float, *, success: bool, timed_out: bool) -> None:
-        if self.timeout_manager is None:
-            return
-        try:
-            self.timeout_manager.record_execution(name, ms, success=success, timed_out=timed_out)
-        except Exception:
-            logger.exception("timeout_manager.record_execution(%r) failed", name)

@@ -7,13 +7,19 @@ is an ``AgentObserver``; this module does not import it, the observer imports th
 
 - JSON: everything recorded (report, spans, calls, events, metrics), readable back with
   ``AgentObserver.from_json``;
-- Prometheus text exposition format 0.0.4: ``agentlab_``-prefixed sanitised names, ``HELP`` and
-  ``TYPE`` lines, escaped label values, tool and model names as labels, latency summaries;
+- Prometheus text exposition format 0.0.4: ``agentlab_``-prefixed names, ``HELP`` and
+  ``TYPE`` lines, escaped label values, tool and model names as labels, latency summaries.
+  Valid for any names: a metric or label name that had to be sanitised gets a short hash of
+  the original (``queue.depth`` -> ``agentlab_queue_depth_1a2b3c4d``), so two names never
+  collapse into one (``a.b`` and ``a_b`` stay two labels; two non-ASCII names stay two
+  metrics), and a ``record_metric`` name that would clash with one of the export's own
+  families (``run_turns``) gets the hash too instead of a second ``TYPE`` line;
 - OpenTelemetry: the spans replayed through the SDK's tracer (extra ``otel``), parents first,
   with their real start and end times and the GenAI semantic-convention attributes.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import re
@@ -113,13 +119,7 @@ def to_prometheus(obs: Any) -> str:
             samples.append(("_sum", {label: key}, sum(secs)))
             samples.append(("_count", {label: key}, len(secs)))
         family(fam, "summary", help_, samples)
-    latest: dict[str, dict[tuple, float]] = {}
-    for m in obs.metrics:
-        name = _metric_name(m.name)
-        latest.setdefault(name, {})[tuple(sorted(m.labels.items()))] = m.value
-    for name, series in latest.items():
-        family(name, "gauge", "Recorded with AgentObserver.record_metric (latest value).",
-               [("", dict(labels), v) for labels, v in series.items()])
+    fams.extend(_recorded_families(obs.metrics, fams))
     lines = []
     for name, kind, help_, samples in fams:
         lines.append(f"# HELP {name} {_escape_help(help_)}")
@@ -219,19 +219,49 @@ def _group(pairs: list[tuple[tuple[str, str], float]]) -> dict[tuple[str, str], 
     return out
 
 
+_SUFFIXES = ("", "_sum", "_count", "_total", "_created", "_bucket", "_info")
+
+
+def _recorded_families(metrics: list, builtin: list) -> list[tuple[str, str, str, list]]:
+    """One gauge family per ``record_metric`` name (latest value per label set), named so it
+    clashes with no family (or sample name) of the export's own."""
+    taken = {name + suffix for name, *_ in builtin for suffix in _SUFFIXES}
+    names: dict[str, str] = {}
+    latest: dict[str, dict[tuple, float]] = {}
+    for m in metrics:
+        if m.name not in names:
+            name = _metric_name(m.name)
+            while name in taken:  # e.g. record_metric("run_turns"): not a second TYPE line
+                name = f"{name}_{_digest(name + m.name)}"
+            taken.update(name + suffix for suffix in _SUFFIXES)
+            names[m.name] = name
+        latest.setdefault(names[m.name], {})[tuple(sorted(m.labels.items()))] = m.value
+    return [(name, "gauge", "Recorded with AgentObserver.record_metric (latest value).",
+             [("", dict(labels), v) for labels, v in series.items()])
+            for name, series in latest.items()]
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha1(text.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+
+
 def _metric_name(name: str) -> str:
-    """A valid Prometheus metric name: ``[a-zA-Z_:][a-zA-Z0-9_:]*``, prefixed ``agentlab_``."""
+    """A valid Prometheus metric name: ``[a-zA-Z_:][a-zA-Z0-9_:]*``, prefixed ``agentlab_``,
+    with a hash of ``name`` when characters had to be replaced (so it stays unique)."""
     clean = re.sub(r"[^a-zA-Z0-9_]", "_", name).strip("_") or "metric"
+    if clean != name:
+        clean = f"{clean}_{_digest(name)}"
     return clean if clean.startswith("agentlab_") else f"agentlab_{clean}"
 
 
 def _label_name(name: str) -> str:
-    clean = re.sub(r"[^a-zA-Z0-9_]", "_", str(name))
-    if clean.startswith("__"):  # reserved for Prometheus itself
-        clean = clean.lstrip("_")
+    """A valid label name (``[a-zA-Z_][a-zA-Z0-9_]*``, no leading ``__``), with a hash of
+    ``name`` when it had to change: ``a.b`` and ``a_b`` stay two labels."""
+    name = str(name)
+    clean = re.sub(r"[^a-zA-Z0-9_]", "_", name).lstrip("_")  # "__" is reserved for Prometheus
     if not clean or clean[0].isdigit():
         clean = "l_" + clean
-    return clean
+    return clean if clean == name else f"{clean}_{_digest(name)}"
 
 
 def _escape_label(value: Any) -> str:

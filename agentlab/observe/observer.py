@@ -243,10 +243,15 @@ class AgentObserver(SpanRecorder):
         return turn_count(self)
 
     def duration_ms(self) -> float:
-        """Milliseconds from the observer's start to ``finish`` (or to now while running)."""
+        """Milliseconds from the start of the run span (the first span without a parent; the
+        observer's creation if there is none) to ``finish``, or to now while running. Counted
+        from the span, not from when the observer was made, it agrees with
+        ``AgentResult.duration_ms`` however long before the run the observer was created."""
         if self._frozen_duration_ms is not None:
             return self._frozen_duration_ms
-        return ((self._t_end or time.perf_counter()) - self._t0) * 1000.0
+        root = next((s for s in self.spans if s.parent_id is None), None)
+        start = self._t0 + (root.start_offset_ms / 1000.0 if root is not None else 0.0)
+        return ((self._t_end or time.perf_counter()) - start) * 1000.0
 
     def generate_report(self) -> RunReport:
         """Summarise the run: tokens, cost, tool counts, success rate, latency percentiles."""

@@ -6,7 +6,8 @@ Taught in ``notebooks/06_runtime_loop.ipynb`` and ``notebooks/07_streaming.ipynb
 - ``context.py``: ``RunContext`` and the hook events, the seam chapters 11-12 plug into;
 - ``types.py``: ``RunState``, ``RuntimeConfig``, ``AgentResult``;
 - ``protocols.py``: what the runtime needs from its collaborators (``LLM``, ``Executor``, ...);
-- ``loop_guard.py``: ``LoopDetector`` (repetition and A->B->A->B cycles).
+- ``loop_guard.py``: ``LoopDetector`` (repetition and A->B->A->B cycles);
+- ``cancel.py``: how ``cancel()`` interrupts a model call or a tool batch at once.
 """
 from .context import HOOK_EVENTS, LAST_RUN_KEY, STREAM_EVENTS, RunContext
 from .loop import AgentRuntime

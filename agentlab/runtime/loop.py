@@ -17,8 +17,17 @@ stop. Around that loop this module keeps the promises the article's version brea
   whatever the order of parallel calls), and the history left behind stays valid for the API:
   the stopped calls get "not executed" tool results, so a follow-up ``run()`` works.
 * **Hooks and cancellation.** ``.on(event, fn)`` for the events in ``HOOK_EVENTS``; a hook that
-  raises is recorded and ignored. ``cancel()`` is thread-safe and honoured at the next safe
-  point (before a model call, between tools, between streamed chunks).
+  raises is recorded and ignored. ``cancel()`` is thread-safe and never lost: sent before
+  ``run()``, as it starts or during it, the run ends ``CANCELLED`` -- within about 20 ms even
+  in the middle of a model call or a tool batch (``agentlab.runtime.cancel``). Each cancel is
+  spent by the run it stopped (or by the run that finished as it arrived), never the next one.
+* **Stopping** ``run_stream`` (``break``, ``close()``) ends the run ``CANCELLED`` too, with a
+  result (``last_result``) and the same end-of-run hooks (``run_end``) as any run.
+* **The history left behind is valid for a follow-up run.** A cancelled tool batch is
+  *repaired*: every call gets its tool message (its result, "cancelled" or "not executed").
+  A cancelled model call is *rolled back*: its reply is discarded; and a run cancelled before
+  the model answered at all takes its task message back out of ``messages`` once its
+  ``run_end`` hooks have run (so an extension saving the run at ``run_end`` keeps the task).
 * **Streaming** (``run_stream``) is the same loop yielding event dicts, so budgets, loop
   detection and terminal states are identical in both modes.
 
@@ -123,7 +132,12 @@ class AgentRuntime(TurnSteps):
         return restore
 
     def cancel(self) -> None:
-        """Ask the current run to stop at its next safe point. Safe from any thread."""
+        """Stop the current run (or, if none is running, the next one). Safe from any thread.
+
+        The run ends ``CANCELLED`` within about 20 ms: a model call in flight is abandoned, a
+        tool batch interrupted. A cancel is spent when a run ends, so one that arrives after
+        the last model call (the run finishes anyway) does not cancel the next run.
+        """
         self._cancel.set()
 
     def run(self, user_input: str, resume_from: str | None = None) -> AgentResult:
@@ -142,7 +156,7 @@ class AgentRuntime(TurnSteps):
     # -- the loop -----------------------------------------------------------------------------
     def _loop(self, user_input: str, stream: bool, resume_from: str | None) -> Iterator[dict]:
         ctx = self._start_run(user_input, resume_from)  # raises before anything runs
-        state, reason = RunState.ERROR, "exception: unknown"
+        state, reason, error, closed = RunState.ERROR, "exception: unknown", None, False
         try:
             if ctx.resumed_from is None:  # a resumed run has its history back already
                 self.messages.append({"role": "user", "content": user_input})
@@ -159,33 +173,28 @@ class AgentRuntime(TurnSteps):
                 yield from self._stop_if_refused(ctx, resp, content, turn)
                 if not resp.tool_calls or self._cut_short(resp):  # the model is done (or was
                     # cut short: then none of its tool calls runs)
+                    stop = self._finish_text(ctx, resp, content)  # the answer is appended
                     yield from self._end_turn(ctx, turn, tool_calls=0)
-                    self._finish_text(ctx, resp, content)  # always raises StopRun
+                    raise stop
                 self._stop_if_incomplete(resp)
                 asst = self._assistant_message(resp, content)
                 self._stop_if_looping(ctx, detector, resp.tool_calls, asst)
-                results = yield from self._run_tools(ctx, resp.tool_calls, turn)
-                self.messages.extend([asst, *self._to_messages(results)])
+                results = yield from self._run_tools(ctx, resp.tool_calls, asst, turn)
                 yield from self._end_turn(ctx, turn, tool_calls=len(results))  # a safe point
         except StopRun as stop:
-            state, reason = stop.state, stop.reason
-            if stop.error is not None:
-                yield from self._record(ctx, stop.error)
+            state, reason, error = stop.state, stop.reason, stop.error
+        except GeneratorExit:  # the consumer stopped iterating run_stream(): the run ends here
+            state, reason, closed = RunState.CANCELLED, "cancelled", True
         except Exception as exc:  # a bug or an unexpected failure: recorded, never raised
             state, reason = RunState.ERROR, f"exception: {type(exc).__name__}"
-            err = exc if isinstance(exc, AgentError) else AgentError(
+            error = exc if isinstance(exc, AgentError) else AgentError(
                 "internal_error", f"{type(exc).__name__}: {exc}", details={"turn": ctx.turns})
-            yield from self._record(ctx, err)
-        finally:
+        except BaseException:  # KeyboardInterrupt and the like: free the runtime, re-raise
             self._busy.release()
-            if self.run_state is RunState.RUNNING and state is RunState.ERROR \
-                    and reason == "exception: unknown":  # the consumer stopped iterating
-                self.run_state = RunState.CANCELLED
-        result = self._result(ctx, state, reason)
-        yield from self._event(ctx, "run_end", result=result)
-        self._save_last_run(ctx, result)
-        yield {"type": "done", "result": result, "content": result.content,
-               "state": result.state.value, "stopped_reason": result.stopped_reason}
+            raise
+        events = self._end_run(ctx, state, reason, error)
+        if not closed:  # a closed generator must not yield again
+            yield from events
 
     def _start_run(self, task: str, resume_from: str | None) -> RunContext:
         """Reserve the runtime, make the run's context, and run the resume phase if asked."""
@@ -202,10 +211,34 @@ class AgentRuntime(TurnSteps):
             except BaseException:
                 self._busy.release()
                 raise
-        self.context = ctx
-        self._cancel.clear()
+        self.context = ctx  # a cancel sent before this point is kept: it stops this run
         self.run_state = RunState.RUNNING
         return ctx
+
+    def _end_run(self, ctx: RunContext, state: RunState, reason: str,
+                 error: AgentError | None) -> list[dict]:
+        """Finish a run whose state is decided: record the error, build the result, fire
+        ``run_end``, save the last run, spend the cancel, free the runtime. Returns the events
+        still to stream (none is yielded here, so this completes even for a closed stream)."""
+        try:
+            events = list(self._record(ctx, error)) if error is not None else []
+            result = self._result(ctx, state, reason)
+            events += self._event(ctx, "run_end", result=result)
+            self._save_last_run(ctx, result)
+            if state is RunState.CANCELLED:
+                self._drop_unanswered_task(ctx)
+            self._cancel.clear()  # spent: it does not reach the next run
+        finally:
+            self._busy.release()
+        return [*events, {"type": "done", "result": result, "content": result.content,
+                          "state": result.state.value, "stopped_reason": result.stopped_reason}]
+
+    def _drop_unanswered_task(self, ctx: RunContext) -> None:
+        """A run cancelled before the model answered leaves its task unanswered at the end of
+        the history; take it out, or the next run's model would see two tasks."""
+        msgs = self.messages.get_messages()
+        if ctx.resumed_from is None and msgs and msgs[-1] == {"role": "user", "content": ctx.task}:
+            self.messages.restore(msgs[:-1])
 
     def _check_budgets(self, ctx: RunContext) -> None:
         if self._cancel.is_set():

@@ -69,7 +69,10 @@ class Executor(Protocol):
     """Runs one turn's tool calls within ``timeout`` seconds; results in call order.
 
     ``agentlab.executor.ToolExecutor``, or a wrapper around one
-    (``agentlab.checkpoints.durable.DurableExecutor``).
+    (``agentlab.checkpoints.durable.DurableExecutor``). An executor may also take
+    ``cancel=`` (a ``threading.Event``) and stop the batch when it is set, as ``ToolExecutor``
+    does; the runtime passes it only to executors whose methods accept it, and waits for the
+    others in a worker thread it can abandon (``agentlab.runtime.cancel``).
     """
 
     def execute(self, tool_calls: Iterable[Any], timeout: float | None = None

@@ -3,8 +3,8 @@
 Taught in ``notebooks/06_runtime_loop.ipynb`` and ``07_streaming.ipynb``. ``TurnSteps`` is the
 part of ``AgentRuntime`` the loop (``loop.py``) calls for each step; a step that ends the run
 raises ``StopRun`` with the terminal state, the article's reason string and the error, and the
-loop turns it into the result. Every step is bounded by the run's deadline and fires its hook
-events (``agentlab.runtime.context``).
+loop turns it into the result. Every step is bounded by the run's deadline, fires its hook
+events (``agentlab.runtime.context``) and is interrupted by a cancel (``agentlab.runtime.cancel``).
 """
 from __future__ import annotations
 
@@ -16,6 +16,8 @@ from typing import Any, Iterator
 
 from ..errors import AgentError
 from ..executor import ToolExecutor, ToolResult
+from .cancel import (Interrupted, call_unless_cancelled, execute_unless_cancelled,
+                     iterate_unless_cancelled)
 from .context import STREAM_EVENTS, RunContext
 from .hooks import Hooks
 from .loop_guard import LoopDetector
@@ -82,7 +84,8 @@ class TurnSteps:
             raise StopRun(RunState.ERROR, "context_overflow", exc) from None
 
     def _call_model(self, ctx: RunContext, tools: list | None, stream: bool, turn: dict):
-        """One model call bounded by the time left; returns (response, text)."""
+        """One model call bounded by the time left; returns (response, text). A cancel
+        abandons it at once: its reply is discarded and nothing is appended."""
         timeout = ctx.remaining()
         if self.config.step_timeout is not None:
             timeout = min(timeout, self.config.step_timeout)
@@ -94,9 +97,12 @@ class TurnSteps:
             if stream:
                 resp, content = yield from self._stream_reply(ctx, msgs, tools, timeout)
             else:
-                resp = self.llm.chat(msgs, tools=tools, temperature=self.config.temperature,
-                                     timeout=timeout)
+                resp = call_unless_cancelled(lambda: self.llm.chat(
+                    msgs, tools=tools, temperature=self.config.temperature, timeout=timeout),
+                    self._cancel)
                 content = resp.content or ""
+        except Interrupted:
+            raise StopRun(RunState.CANCELLED, "cancelled") from None
         except AgentError as exc:
             if ctx.remaining() <= 0:  # the call ran into the run's deadline
                 yield from self._record(ctx, exc)
@@ -117,9 +123,11 @@ class TurnSteps:
         return resp, content
 
     def _stream_reply(self, ctx: RunContext, msgs: list, tools: list | None, timeout: float):
-        """Stream one reply, firing a ``text`` event per delta; returns (response, text)."""
-        chunks = self.llm.stream(msgs, tools=tools, temperature=self.config.temperature,
-                                 timeout=timeout)
+        """Stream one reply, firing a ``text`` event per delta; returns (response, text).
+        The stream is read by a worker (``iterate_unless_cancelled``), which closes it however
+        this ends: done, cancelled, or the consumer of ``run_stream`` stopped iterating."""
+        chunks = iterate_unless_cancelled(self.llm.stream(
+            msgs, tools=tools, temperature=self.config.temperature, timeout=timeout), self._cancel)
         parts: list[str] = []
         final: ModelReply | None = None
         try:
@@ -132,27 +140,28 @@ class TurnSteps:
                 if self._cancel.is_set():  # nothing appended yet: safe to stop here
                     raise StopRun(RunState.CANCELLED, "cancelled")
         finally:
-            getattr(chunks, "close", lambda: None)()
+            chunks.close()
         content = "".join(parts)
         return (final if final is not None else _BrokenStream(content or None)), content
 
-    def _finish_text(self, ctx: RunContext, resp: ModelReply, content: str) -> None:
-        """A reply without tool calls ends the run: cleanly only if the model stopped itself."""
+    def _finish_text(self, ctx: RunContext, resp: ModelReply, content: str) -> StopRun:
+        """A reply without tool calls ends the run: cleanly only if the model stopped itself.
+        Appends the answer and returns the ``StopRun`` the loop raises after the turn's end."""
         self.messages.append({"role": "assistant", "content": content})
         ctx.content = content
         ctx.turn_log[-1]["end_ms"] = ctx.elapsed_ms()
         if resp.finish_reason == "length":
-            raise StopRun(RunState.EXHAUSTED, "length", AgentError(
+            return StopRun(RunState.EXHAUSTED, "length", AgentError(
                 "output_truncated", "the answer was cut at the model's output limit "
                 "(finish_reason 'length'); raise max_tokens or ask for a shorter answer"))
         if resp.finish_reason == "content_filter":
-            raise StopRun(RunState.ERROR, "content_filter", AgentError(
+            return StopRun(RunState.ERROR, "content_filter", AgentError(
                 "content_filtered", "the provider withheld the answer (content filter)"))
         if resp.finish_reason == "incomplete":
-            raise StopRun(RunState.ERROR, "exception: ProviderError", AgentError(
+            return StopRun(RunState.ERROR, "exception: ProviderError", AgentError(
                 "stream_incomplete", "the stream broke before the answer was complete",
                 retryable=True))
-        raise StopRun(RunState.FINISHED, "completed")
+        return StopRun(RunState.FINISHED, "completed")
 
     def _stop_if_refused(self, ctx: RunContext, resp: ModelReply, content: str,
                          turn: dict) -> Iterator[dict]:
@@ -194,35 +203,42 @@ class TurnSteps:
                 details={"turn": ctx.turns}))
 
     # -- one turn's tools ---------------------------------------------------------------------
-    def _run_tools(self, ctx: RunContext, calls: list, turn: dict):
-        """Run one turn's calls (parallel or serial), bounded by the time left."""
+    def _run_tools(self, ctx: RunContext, calls: list, asst: dict, turn: dict):
+        """Run one turn's calls (parallel or serial), bounded by the time left, then append
+        the assistant message and one result per call. However the batch ends (a cancel, the
+        consumer of ``run_stream`` stopping at a tool event) every call is answered: the ones
+        that did not run as "not executed", so the history stays valid for the API."""
         t = time.monotonic()
         results: list = []
-        if self.config.parallel_tool_calls and len(calls) > 1:
-            for c in calls:
-                yield from self._event(ctx, "tool_start", turn=ctx.turns, id=c.id, name=c.name,
-                                       arguments=c.arguments)
-            results = self._execute(ctx, calls, parallel=True)
-            for r in results:
-                yield from self._tool_end(ctx, r)
-        else:
-            for c in calls:  # serial: cancel and the deadline are checked between tools
-                if self._cancel.is_set() or ctx.remaining() <= 0:
-                    why = "run cancelled" if self._cancel.is_set() else "time budget used up"
-                    results.extend(self._not_run(calls[len(results):], why))
-                    break
-                yield from self._event(ctx, "tool_start", turn=ctx.turns, id=c.id, name=c.name,
-                                       arguments=c.arguments)
-                results.extend(self._execute(ctx, [c], parallel=False))
-                yield from self._tool_end(ctx, results[-1])
-        ctx.tool_calls_made.extend(self._call_record(ctx, c, r) for c, r in zip(calls, results))
-        turn.update(tool_calls=len(calls), tools_ms=(time.monotonic() - t) * 1000)
+        try:
+            if self.config.parallel_tool_calls and len(calls) > 1:
+                for c in calls:
+                    yield from self._event(ctx, "tool_start", turn=ctx.turns, id=c.id,
+                                           name=c.name, arguments=c.arguments)
+                results = self._execute(ctx, calls, parallel=True)
+                for r in results:
+                    yield from self._tool_end(ctx, r)
+            else:
+                for c in calls:  # serial: cancel and the deadline are checked between tools
+                    if self._cancel.is_set() or ctx.remaining() <= 0:
+                        break
+                    yield from self._event(ctx, "tool_start", turn=ctx.turns, id=c.id,
+                                           name=c.name, arguments=c.arguments)
+                    results.extend(self._execute(ctx, [c], parallel=False))
+                    yield from self._tool_end(ctx, results[-1])
+        finally:
+            why = "time budget used up" if ctx.remaining() <= 0 else "run cancelled"
+            results = [*results, *self._not_run(calls[len(results):], why)]
+            ctx.tool_calls_made.extend(self._call_record(ctx, c, r) for c, r in zip(calls, results))
+            self.messages.extend([asst, *self._to_messages(results)])
+            turn.update(tool_calls=len(calls), tools_ms=(time.monotonic() - t) * 1000)
         return results
 
     def _execute(self, ctx: RunContext, calls: list, parallel: bool) -> list:
-        execute = self.executor.execute_parallel if parallel else self.executor.execute
         try:
-            return execute(calls, timeout=max(ctx.remaining(), 0.001))
+            return execute_unless_cancelled(self.executor, calls, parallel=parallel,
+                                            timeout=max(ctx.remaining(), 0.001),
+                                            cancel=self._cancel)
         except Exception as exc:  # the executor promises not to raise; stay valid if it does
             ctx.add_error(AgentError("tool_failed", f"executor raised {type(exc).__name__}: {exc}"))
             return self._not_run(calls, f"executor failed: {exc}")
