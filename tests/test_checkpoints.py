@@ -76,15 +76,30 @@ def test_retention_counts_checkpoints_of_other_processes(tmp_path, store):
     cm.save(2, MSGS, {}, [])
     out = run_py(f"""
         from agentlab.checkpoints import CheckpointManager
-        cm = CheckpointManager("cp", max_checkpoints=3, store={store!r}, run_id="b")
-        print([cm.save(t, [], {{}}, []) for t in (1, 2, 3)][-1])
+        cm = CheckpointManager("cp", max_checkpoints=3, store={store!r}, run_id="a")
+        print([cm.save(t, [], {{}}, []) for t in (3, 4, 5)][-1])
     """, tmp_path)
     assert out.returncode == 0, out.stderr
     listed = cm.list_checkpoints()
-    assert len(listed) == 3 and {c["run_id"] for c in listed} == {"b"}
+    assert [c["turn"] for c in listed] == [3, 4, 5]  # the same run, saved by another process
     assert cm.load().id == out.stdout.strip()
-    cm.save(4, MSGS, {}, [])  # the next save in this process prunes on disk too
-    assert [c["run_id"] for c in cm.list_checkpoints()] == ["b", "b", "a"]
+    cm.save(6, MSGS, {}, [])  # the next save in this process prunes on disk too
+    assert [c["turn"] for c in cm.list_checkpoints()] == [4, 5, 6]
+
+
+def test_retention_never_deletes_another_runs_checkpoints(tmp_path, store):
+    crashed = CheckpointManager(tmp_path / "cp", max_checkpoints=5, store=store, run_id="A")
+    for t in (1, 2, 3):  # run A crashed after three checkpoints
+        crashed.save(t, MSGS, {}, [])
+    crashed.record_tool_result("A", "call_1", "f", "one", True)
+    other = CheckpointManager(tmp_path / "cp", max_checkpoints=5, store=store, run_id="B")
+    for t in range(1, 8):  # run B: seven turns, a checkpoint each
+        other.save(t, MSGS, {}, [])
+    runs = [c["run_id"] for c in other.list_checkpoints()]
+    assert runs.count("A") == 3 and runs.count("B") == 5
+    assert crashed.load(crashed.list_checkpoints("A")[-1]["id"]).turn == 3  # A can resume
+    assert other.delete_run("A") == 3  # a run goes with its tool-result log
+    assert CheckpointManager(tmp_path / "cp", store=store).completed_tool_calls("A") == {}
 
 
 def _rewrite_json(cm, cid, edit):

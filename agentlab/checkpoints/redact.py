@@ -12,6 +12,7 @@ for the key rule (a message's fields are never credential names).
 from __future__ import annotations
 
 import dataclasses
+import json
 import enum
 from datetime import date, datetime
 from pathlib import Path
@@ -21,7 +22,7 @@ from ..errors import CheckpointError
 from ..redaction import REDACTED, is_secret_key, redact, redact_text
 
 __all__ = ["REDACTED", "scrub_secrets", "to_plain", "json_default", "is_secret_key",
-           "mask_secrets"]
+           "mask_secrets", "CallLogEncoder"]
 
 
 def mask_secrets(text: str, secrets: Iterable[str] = ()) -> str:
@@ -69,3 +70,31 @@ def scrub_secrets(obj: Any, secrets: Iterable[str] = ()) -> Any:
 def json_default(obj: Any) -> Any:
     """``json.dumps(default=...)`` for messages: plain data, refused otherwise."""
     return _plain(obj, "messages", scrub=False)
+
+
+class CallLogEncoder:
+    """The redacted JSON of a run's ``tool_calls_made`` list, each record encoded once.
+
+    The list only grows during a run (the loop appends one record per call and never edits
+    one), so a save encodes the records added since the previous save and joins the cached
+    pieces: scrubbing costs O(new records) per save, not O(all). The cache starts again when
+    it is handed a different list (a new run, a resume), a shorter one, one whose last cached
+    record is not the same object any more, or when the secrets to mask changed.
+    """
+
+    def __init__(self) -> None:
+        self._list: list | None = None
+        self._last: Any = None
+        self._parts: list[str] = []
+        self._secrets: tuple[str, ...] = ()
+
+    def encode(self, calls: list, secrets: tuple[str, ...]) -> str:
+        n = len(self._parts)
+        if (calls is not self._list or len(calls) < n or secrets != self._secrets
+                or (n and calls[n - 1] is not self._last)):
+            self._list, self._parts, self._secrets, n = calls, [], secrets, 0
+        for i in range(n, len(calls)):
+            plain = to_plain(calls[i], f"tool_calls_made[{i}]", scrub=True, secrets=secrets)
+            self._parts.append(json.dumps(plain, ensure_ascii=False, separators=(",", ":")))
+        self._last = calls[-1] if calls else None
+        return "[" + ",".join(self._parts) + "]"
