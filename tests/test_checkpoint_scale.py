@@ -1,0 +1,74 @@
+"""Issue 13: checkpointing cost per turn must not grow with the run. Counted, not timed: how many
+tool-log records are parsed and how many ``tool_calls_made`` records are scrubbed in a run of
+N turns. An algorithm that re-reads the log per call, or re-scrubs the call list per save, does
+O(N^2) of that work; the incremental one O(N)."""
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+
+from agentlab import sim
+from agentlab.checkpoints import CheckpointManager, redact as redact_module
+from agentlab.checkpoints.json_backend import JSONBackend
+from agentlab.checkpoints.sqlite_backend import SQLiteBackend
+from agentlab.runtime import AgentRuntime, RuntimeConfig
+from agentlab.tools import ToolRegistry
+
+TURNS = 60
+
+
+def _registry() -> ToolRegistry:
+    reg = ToolRegistry()
+
+    @reg.tool()
+    def lookup(key: str) -> str:
+        """Look a key up.
+
+        Args:
+            key: what to look up.
+        """
+        return f"value of {key}"
+    return reg
+
+
+@pytest.mark.parametrize("store", ["json", "sqlite"])
+def test_a_long_run_parses_each_log_record_and_scrubs_each_call_a_bounded_number_of_times(
+        tmp_path, monkeypatch, store):
+    backend_cls = JSONBackend if store == "json" else SQLiteBackend
+    parsed, scrubbed = Counter(), Counter()
+    since = backend_cls.tool_results_since
+
+    def counting_since(self, run_id, cursor):
+        records, new_cursor = since(self, run_id, cursor)
+        parsed["records"] += len(records or ())
+        parsed["reads"] += 1
+        return records, new_cursor
+    monkeypatch.setattr(backend_cls, "tool_results_since", counting_since)
+    monkeypatch.setattr(backend_cls, "tool_results", lambda self, run_id: pytest.fail(
+        "the whole tool log was read during a run"))
+    if store == "json":  # appends must not re-read the log either
+        tail = JSONBackend._read_tail
+
+        def counting_tail(self, path, cursor):
+            records, new_cursor = tail(self, path, cursor)
+            parsed["records"] += len(records or ())
+            return records, new_cursor
+        monkeypatch.setattr(JSONBackend, "_read_tail", counting_tail)
+    to_plain = redact_module.to_plain
+
+    def counting_to_plain(obj, where, scrub, secrets=()):
+        scrubbed[where.split("[")[0]] += 1
+        return to_plain(obj, where, scrub, secrets)
+    monkeypatch.setattr(redact_module, "to_plain", counting_to_plain)
+
+    script = [sim.call("lookup", {"key": f"k{i}"}) for i in range(TURNS - 1)] + [sim.text("done")]
+    cm = CheckpointManager(tmp_path / "cp", auto_save_interval=1, store=store)
+    rt = AgentRuntime(sim.Simulator(sim.Script(script)).llm(), _registry(), checkpoints=cm,
+                      config=RuntimeConfig(max_turns=TURNS + 1))
+    assert rt.run("look up the keys").ok
+    assert len(cm.completed_tool_calls(rt.context.run_id)) == TURNS - 1
+    # O(N): each record parsed a few times (reader and writer side), never N times
+    assert parsed["records"] <= 4 * TURNS, parsed
+    assert parsed["reads"] <= 3 * TURNS, parsed
+    assert scrubbed["tool_calls_made"] <= TURNS, scrubbed  # each call scrubbed once
