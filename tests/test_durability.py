@@ -3,6 +3,7 @@ with the same run_id and without running finished steps again; refusals are loud
 run with an observer yields nested spans, a cost, Prometheus text and an OpenTelemetry export."""
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import subprocess
@@ -522,3 +523,22 @@ def test_resuming_with_a_changed_system_prompt_replaces_it(tmp_path):
     assert rt.run(TASK, resume_from="latest").ok
     systems = [m["content"] for m in rt.messages.get_messages() if m["role"] == "system"]
     assert systems == ["new prompt"]
+
+
+def test_crash_soak_gives_every_run_its_own_folder_past_98_runs(tmp_path, monkeypatch, capsys):
+    spec = importlib.util.spec_from_file_location("crash_soak", ROOT / "benchmarks" / "crash_soak.py")
+    soak = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(soak)
+    made: list[str] = []
+
+    def folder_only(root, name, cfg, ctx):  # the folder a run gets, without its processes
+        (root / name).mkdir()  # raises FileExistsError on a collision
+        made.append(name)
+        return {"ok": True, "out": {"tokens": 1}, "attempts": 1, "kills": Counter(),
+                "executions": 6, "reexecuted_done": 0, "orphans": 0, "effects_ok": True, "why": ""}
+    monkeypatch.setattr(soak, "soak_run", folder_only)
+    monkeypatch.setattr(soak.tempfile, "mkdtemp", lambda prefix: str(tmp_path))
+    assert soak.main(["--runs", "120"]) == 0
+    assert len(set(made)) == 122  # 120 runs and the two baselines
+    assert capsys.readouterr().out.rstrip().endswith(
+        "crash_soak: 120/120 finished, 0 completed steps re-executed, 0 temp files left: PASS")
