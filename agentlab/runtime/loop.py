@@ -45,6 +45,7 @@ from ..errors import AgentError, ConfigError
 from ..executor import ToolExecutor
 from ..messages import MessageManager
 from ..models import DEFAULT_MODEL
+from ..redaction import client_api_key, redact, register_secret
 from .context import HOOK_EVENTS, LAST_RUN_KEY, STREAM_EVENTS, RunContext
 from .hooks import Hook, Hooks
 from .loop_guard import LoopDetector
@@ -280,7 +281,9 @@ class AgentRuntime(TurnSteps):
 
     def _save_last_run(self, ctx: RunContext, result: AgentResult) -> None:
         if self.state is not None:  # opt-in: keep the last result in the state store
-            try:
-                self.state.save(LAST_RUN_KEY, result.to_dict())
+            try:  # never the API key (a 401 body may echo it): agentlab.redaction
+                key = client_api_key(self.llm)
+                register_secret(key)
+                self.state.save(LAST_RUN_KEY, redact(result.to_dict(), [key] if key else []))
             except Exception as exc:
                 ctx.add_error(AgentError("state_save_failed", str(exc)))
