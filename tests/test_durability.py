@@ -434,8 +434,16 @@ class ReportsEachResult(ToolExecutor):
         return results
 
 
+class CannotReport(ToolExecutor):
+    """An executor without ``on_result``: the durable executor waits for each call itself."""
+
+    def execute_parallel(self, tool_calls, timeout=None, *, idempotency_prefix=None):
+        return super().execute_parallel(tool_calls, timeout, idempotency_prefix=idempotency_prefix)
+
+
 @pytest.mark.parametrize("executor, extra_threads", [(ReportsEachResult, False),
-                                                     (ToolExecutor, True)])
+                                                     (ToolExecutor, False),
+                                                     (CannotReport, True)])
 def test_parallel_batches_run_on_the_wrapped_executors_workers(tmp_path, executor, extra_threads):
     seen = []
     reg = ToolRegistry()

@@ -231,3 +231,23 @@ def test_the_cancel_soak_gives_its_verdict(capsys):
     spec.loader.exec_module(soak)
     assert soak.main(["--runs", "4", "--time-scale", "0.2"]) == 0
     assert capsys.readouterr().out.rstrip().endswith("0 invalid histories")
+
+
+def test_a_checkpointed_run_cancels_its_batch_through_the_durable_executor(tmp_path):
+    """The durable wrapper passes the cancel on: the async tool is really cancelled (not left
+    running on its loop), and the fast call that completed is in the durable log at once."""
+    state: dict = {}
+    cm = CheckpointManager(tmp_path / "ck")
+    rt, _ = runtime(tools_then_text(("fast", "x"), ("aslow", "b")), reg=registry(state),
+                    checkpoints=cm)
+    threading.Timer(0.3, rt.cancel).start()
+    t0 = time.monotonic()
+    r = rt.run("task")
+    assert time.monotonic() - t0 < 0.5 + 0.3
+    assert r.state is RunState.CANCELLED
+    assert [(c["name"], c["error_code"]) for c in r.tool_calls_made] == [
+        ("fast", None), ("aslow", "cancelled")]
+    time.sleep(0.1)
+    assert state.get("async_cancelled") and rt.executor.running_tasks == 0
+    logged = {rec["name"]: rec["success"] for rec in cm.completed_tool_calls(r.run_id).values()}
+    assert logged.get("fast") is True

@@ -236,24 +236,28 @@ class DurableExecutor:
             raise AttributeError(name)
         return getattr(self.inner, name)
 
-    def execute(self, tool_calls: Iterable[Any], timeout: float | None = None) -> list:
-        """Run the calls one after another; each is recorded before the next starts."""
-        return self._run(list(tool_calls), timeout, parallel=False)
+    def execute(self, tool_calls: Iterable[Any], timeout: float | None = None, *,
+                cancel: Any = None) -> list:
+        """Run the calls one after another; each is recorded before the next starts.
+        ``cancel`` (the runtime's cancel event) goes to the inner executor when it takes one."""
+        return self._run(list(tool_calls), timeout, parallel=False, cancel=cancel)
 
-    def execute_parallel(self, tool_calls: Iterable[Any], timeout: float | None = None) -> list:
+    def execute_parallel(self, tool_calls: Iterable[Any], timeout: float | None = None, *,
+                         cancel: Any = None) -> list:
         """Run the calls on the inner executor's workers; each is recorded as it completes."""
-        return self._run(list(tool_calls), timeout, parallel=True)
+        return self._run(list(tool_calls), timeout, parallel=True, cancel=cancel)
 
-    def _run(self, calls: list, timeout: float | None, parallel: bool) -> list:
+    def _run(self, calls: list, timeout: float | None, parallel: bool, cancel: Any) -> list:
         ctx = self.runs.runtime.context
+        name = "execute_parallel" if parallel else "execute"
+        extra = {"cancel": cancel} if cancel is not None and "cancel" in self._accepts[name] else {}
         if ctx is None:  # not inside a run: nothing to log against
-            run = self.inner.execute_parallel if parallel else self.inner.execute
-            return run(calls, timeout=timeout)
+            return getattr(self.inner, name)(calls, timeout=timeout, **extra)
         results = self._replay(ctx, calls)
         todo = [i for i, r in enumerate(results) if r is None]
         if todo:
             batch = [calls[i] for i in todo]
-            kwargs: dict[str, Any] = {"timeout": timeout}
+            kwargs: dict[str, Any] = {"timeout": timeout, **extra}
             for i, result in zip(todo, self._execute(ctx, batch, parallel, kwargs)):
                 results[i] = result
         return results

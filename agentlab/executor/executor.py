@@ -70,7 +70,7 @@ from ..knobs import positive_int, positive_number
 from ..tools import IDEMPOTENCY_PARAM, ToolRegistry
 from .aio import LoopRunner
 from .calls import CallState, call_ids, enforced_s, own_limit, report_execution
-from .results import ToolResult, failed_result, render_result, safe_str
+from .results import OnResult, Results, ToolResult, failed_result, render_result, safe_str
 from .threads import (WorkerPool, abandoned_threads as _process_abandoned, call_sync, check_capacity,
                       register_abandoned, release_abandoned)
 
@@ -118,16 +118,23 @@ class ToolExecutor:
 
     # -- public API ---------------------------------------------------------------------------
     def execute(self, tool_calls: Iterable[Any], timeout: float | None = None, *,
-                idempotency_prefix: str | None = None,
-                cancel: threading.Event | None = None) -> list[ToolResult]:
-        """Run the calls one after another, each bounded by its timeout."""
-        return self._run_safely(tool_calls, 1, timeout, idempotency_prefix, cancel)
+                idempotency_prefix: str | None = None, cancel: threading.Event | None = None,
+                on_result: OnResult | None = None) -> list[ToolResult]:
+        """Run the calls one after another, each bounded by its timeout.
+
+        ``on_result(result)`` is called for each result the moment it is known (before the
+        batch ends), e.g. to record it durably (chapter 11); what it raises is logged.
+        """
+        return self._run_safely(tool_calls, 1, timeout, idempotency_prefix, cancel, on_result)
 
     def execute_parallel(self, tool_calls: Iterable[Any], timeout: float | None = None, *,
                          idempotency_prefix: str | None = None,
-                         cancel: threading.Event | None = None) -> list[ToolResult]:
-        """Run up to ``max_workers`` calls at once; results in call order."""
-        return self._run_safely(tool_calls, self.max_workers, timeout, idempotency_prefix, cancel)
+                         cancel: threading.Event | None = None,
+                         on_result: OnResult | None = None) -> list[ToolResult]:
+        """Run up to ``max_workers`` calls at once; results in call order (``on_result`` as
+        in ``execute``, in completion order)."""
+        return self._run_safely(tool_calls, self.max_workers, timeout, idempotency_prefix, cancel,
+                                on_result)
 
     @property
     def abandoned_threads(self) -> int:
@@ -161,14 +168,15 @@ class ToolExecutor:
 
     # -- the batch loop -----------------------------------------------------------------------
     def _run_safely(self, tool_calls: Iterable[Any], concurrency: int, timeout: Any,
-                    prefix: str | None, cancel: Any = None) -> list[ToolResult]:
+                    prefix: str | None, cancel: Any = None,
+                    on_result: OnResult | None = None) -> list[ToolResult]:
         """The batch, behind a last boundary: an internal failure fails the calls without a
         result, each saying whether it had started (so the model knows what ran)."""
         states: list[CallState] = []
         results: list[ToolResult | None] = []
         try:
             states = [CallState(i, c) for i, c in enumerate(tool_calls)]
-            results = [None] * len(states)
+            results = Results(len(states), on_result)
             self._run_batch(states, concurrency, timeout, prefix, results, cancel)
         except Exception as exc:  # noqa: BLE001 - the executor never raises
             logger.exception("tool batch failed")
@@ -181,7 +189,7 @@ class ToolExecutor:
                         call_id, name, "executor_error", f"The executor failed "
                         f"({type(exc).__name__}: {safe_str(exc)}); '{name}' {ran}.", 0.0,
                         st.started, None, self.max_output_chars)
-        return results  # type: ignore[return-value]
+        return list(results)  # type: ignore[arg-type]
 
     def _run_batch(self, states: list[CallState], concurrency: int, timeout: Any,
                    prefix: str | None, results: list, cancel: Any) -> None:

@@ -12,11 +12,15 @@ import dataclasses
 import datetime as _dt
 import enum
 import json
+import logging
 from dataclasses import dataclass, field
 from pathlib import PurePath
-from typing import Any
+from typing import Any, Callable
 
-__all__ = ["ToolResult", "to_text", "safe_str", "render_result", "failed_result"]
+__all__ = ["ToolResult", "to_text", "safe_str", "render_result", "failed_result", "OnResult",
+           "Results"]
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass
@@ -106,3 +110,23 @@ def render_result(call_id: str, name: str, value: Any, ms: float, started: float
             "happened: do not call it again just to see the result; ask for a smaller or "
             "simpler result instead.", ms, started, timeout_s, max_chars)
     return ToolResult(call_id, name, text, True, ms, None, started, timeout_s)
+
+
+#: ``on_result(result)``: told of each result as soon as it is known.
+OnResult = Callable[[ToolResult], Any]
+
+
+class Results(list):
+    """The batch's result slots; setting one also tells ``on_result`` (if any) at once."""
+
+    def __init__(self, n: int, on_result: OnResult | None) -> None:
+        super().__init__([None] * n)
+        self._on_result = on_result
+
+    def __setitem__(self, index: Any, result: Any) -> None:
+        super().__setitem__(index, result)
+        if self._on_result is not None and result is not None:
+            try:
+                self._on_result(result)
+            except Exception:  # noqa: BLE001 - a listener's failure must not lose the result
+                logger.exception("on_result failed for %s", getattr(result, "tool_call_id", "?"))
