@@ -28,7 +28,7 @@ import time
 from typing import Any, TextIO
 
 from ..errors import ConfigError
-from ..redaction import redact
+from ..redaction import redact, redact_text
 from ..timeouts import percentile
 from .records import LLMCallRecord, MetricPoint, Span, ToolCallRecord
 
@@ -128,7 +128,7 @@ def to_prometheus(obs: Any) -> str:
         for suffix, labels, value in samples:
             lab = ",".join(f'{_label_name(k)}="{_escape_label(v)}"' for k, v in labels.items())
             lines.append(f"{name}{suffix}{'{' + lab + '}' if lab else ''} {_num(value)}")
-    return "\n".join(lines) + "\n"
+    return redact_text("\n".join(lines) + "\n")  # a key in a label value never leaves
 
 
 def print_summary(obs: Any, file: TextIO | None = None) -> None:
@@ -154,7 +154,7 @@ def print_summary(obs: Any, file: TextIO | None = None) -> None:
                          f"  {st['p50']:>7.1f} ms  {st['p95']:>7.1f} ms")
     if r.errors:
         lines.append("  errors     " + ", ".join(f"{k} x{v}" for k, v in r.errors.items()))
-    print("\n".join(lines), file=out)
+    print(redact_text("\n".join(lines)), file=out)
 
 
 def to_otel(obs: Any, tracer_provider: Any = None) -> list[Any]:
@@ -181,17 +181,18 @@ def to_otel(obs: Any, tracer_provider: Any = None) -> list[Any]:
     for s in ordered:
         parent = by_id.get(s.parent_id) if s.parent_id else None
         ctx = trace.set_span_in_context(parent) if parent is not None else otel_context.Context()
-        attrs = {k: _otel_value(v) for k, v in s.attributes.items() if v is not None}
+        attrs = {k: _otel_value(v) for k, v in redact(s.attributes).items() if v is not None}
         attrs.update({"agentlab.run_id": obs.run_id, "agentlab.span_id": s.span_id})
         o = tracer.start_span(s.name, context=ctx, attributes=attrs,
                               start_time=int(s.start_time * 1e9))
         for e in s.events:
-            o.add_event(e["name"], {k: _otel_value(v) for k, v in e["attributes"].items()},
+            event_attrs = redact(e["attributes"])
+            o.add_event(e["name"], {k: _otel_value(v) for k, v in event_attrs.items()},
                         timestamp=int(e["time"] * 1e9))
         if s.status == "ok":
             o.set_status(Status(StatusCode.OK))
         elif s.status == "error":
-            o.set_status(Status(StatusCode.ERROR, s.status_message or None))
+            o.set_status(Status(StatusCode.ERROR, redact_text(s.status_message or "") or None))
         by_id[s.span_id] = o
         exported.append(o)
     for s, o in zip(ordered, exported):
