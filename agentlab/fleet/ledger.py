@@ -51,7 +51,7 @@ class Ledger:
         """Mark the call done (it returned) and keep when it ran (wall-clock seconds)."""
         pipe = self.client.pipeline()
         pipe.hset(f"{self.p}done:{run_id}", key, "1")
-        pipe.rpush(f"{self.p}tool_spans:{tool}", f"{started:.6f} {ended:.6f}")
+        pipe.rpush(f"{self.p}tool_spans:{tool}", f"{started:.6f} {ended:.6f} {run_id}")
         pipe.execute()
 
     def executions(self, run_id: str) -> dict[str, int]:
@@ -63,18 +63,21 @@ class Ledger:
         """Completed calls that ran again, fleet-wide (0 is the promise)."""
         return int(self.client.get(f"{self.p}reexec") or 0)
 
-    def tool_spans(self) -> dict[str, list[tuple[float, float]]]:
-        """``{tool: [(started, ended), ...]}`` of every completed call, fleet-wide."""
+    def tool_spans(self, run_ids: Any = None) -> dict[str, list[tuple[float, float]]]:
+        """``{tool: [(started, ended), ...]}`` of completed calls, fleet-wide (or of ``run_ids``)."""
+        wanted = None if run_ids is None else set(run_ids)
         out = {}
         for key in self.client.scan_iter(match=f"{self.p}tool_spans:*"):
             name = _text(key)[len(f"{self.p}tool_spans:"):]
-            out[name] = [tuple(map(float, _text(x).split())) for x in self.client.lrange(key, 0, -1)]
+            rows = [_text(x).split() for x in self.client.lrange(key, 0, -1)]
+            out[name] = [(float(a), float(b)) for a, b, run in rows
+                         if wanted is None or run in wanted]
         return dict(sorted(out.items()))
 
-    def tool_durations_ms(self) -> dict[str, list[float]]:
-        """Every completed call's duration per tool, fleet-wide (for p95/p99)."""
+    def tool_durations_ms(self, run_ids: Any = None) -> dict[str, list[float]]:
+        """Every completed call's duration per tool (for p95/p99 across the fleet)."""
         return {name: [(b - a) * 1000 for a, b in spans]
-                for name, spans in self.tool_spans().items()}
+                for name, spans in self.tool_spans(run_ids).items()}
 
     # -- steps
     def step(self, run_id: str, turn: int, event: str, token: int | None, worker: str) -> None:
