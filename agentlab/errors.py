@@ -72,6 +72,11 @@ CODES: dict[str, str] = {
     "worker_died": "a sweep's worker process died; run the sweep again to resume",
     "cost_budget": "a model call was not sent: it could exceed the run's cost budget",
     "unpriced_model": "a cost cap was set for a model without prices in agentlab.models",
+    "redis_unavailable": "the Redis server cannot be reached or timed out; retry once it is up",
+    "redis_auth_failed": "Redis refused the user name or password of the URL",
+    "permission_denied": "the Redis user may not touch these keys (another tenant's)",
+    "redis_error": "Redis answered a command with an error",
+    "invalid_store": "CheckpointManager(store=...) names no known backend",
 }
 
 

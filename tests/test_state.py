@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from agentlab.errors import StateError
+from agentlab.fleet import RedisStateStore
 from agentlab.naive.state import NaiveStateStore
 from agentlab.state import MemoryStateStore, SQLiteStateStore, StateStore
 
@@ -21,11 +22,12 @@ UNSAFE = ["", "..", ".", "../x", "a/b", "a\\b", "/etc/passwd", "C:evil", "ok\x00
           ".hidden", "trailing.", "NUL", "x" * 201, 42, None]
 
 
-@pytest.fixture(params=["file", "sqlite", "memory"])
+@pytest.fixture(params=["file", "sqlite", "memory", "redis"])
 def store(request, tmp_path):
     return {"file": lambda: StateStore(tmp_path / "state"),
             "sqlite": lambda: SQLiteStateStore(tmp_path / "state.db"),
-            "memory": MemoryStateStore}[request.param]()
+            "memory": MemoryStateStore,
+            "redis": lambda: RedisStateStore(request.getfixturevalue("redis_url"))}[request.param]()
 
 
 def test_round_trip_non_ascii_and_nested(store):

@@ -1,0 +1,22 @@
+"""Chapter 13 — from one process to a fleet: state, checkpoints and the tool log in Redis.
+
+Taught in ``notebooks/13_fleet.ipynb``:
+
+- ``connection.py``: a Redis URL names the server, the credentials and the tenant; Redis
+  failures become errors with codes (``redis_unavailable`` is retryable);
+- ``state_store.py``: ``RedisStateStore`` — chapter 05's ``StateStore`` contract in Redis;
+- ``checkpoint_store.py``: ``RedisCheckpointBackend`` — chapter 11's checkpoints and durable
+  tool-result log, picked by ``CheckpointManager(store="redis://...")``;
+- ``tenants.py``: ``create_tenant`` — one ACL user per tenant, limited to its own keys;
+- ``server.py``: ``RedisServer`` — a throwaway local server for tests and notebooks.
+
+``agentlab.fleet`` imports the runtime, checkpoints and state chapters, never the reverse.
+"""
+from .checkpoint_store import RedisCheckpointBackend
+from .connection import RedisTarget, safe_url
+from .server import RedisServer, find_redis_server
+from .state_store import RedisStateStore
+from .tenants import create_tenant, delete_tenant, tenant_url
+
+__all__ = ["RedisStateStore", "RedisCheckpointBackend", "RedisTarget", "RedisServer",
+           "find_redis_server", "create_tenant", "delete_tenant", "tenant_url", "safe_url"]

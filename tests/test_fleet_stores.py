@@ -1,0 +1,119 @@
+"""Chapter 13's Redis stores beyond the shared contract suites (test_state, test_checkpoints and
+test_durability run those on Redis too): tenant isolation through ACL users, clear errors when
+Redis is unreachable or refuses the credentials, and the backend factory's URL plug-in."""
+from __future__ import annotations
+
+import pytest
+import redis
+
+from agentlab import sim
+from agentlab.checkpoints import CheckpointManager
+from agentlab.checkpoints.store import make_backend
+from agentlab.errors import CheckpointError, ConfigError, StateError
+from agentlab.fleet import (RedisCheckpointBackend, RedisStateStore, create_tenant, safe_url,
+                            tenant_url)
+from agentlab.fleet.server import free_port
+from agentlab.runtime import AgentRuntime
+from agentlab.tools import ToolRegistry
+
+MSGS = [{"role": "system", "content": "s"}, {"role": "user", "content": "go"}]
+
+
+@pytest.fixture
+def tenants(redis_server, request):
+    """Two tenants with their own ACL users: ``{"a": url, "b": url}``."""
+    n = request.node.name.replace("[", "").replace("]", "").lower()[-20:].replace(".", "-")
+    return {t: create_tenant(redis_server.url, f"{t}-{n}", f"pw-{t}-0123456789") for t in "ab"}
+
+
+def test_a_tenant_url_names_its_tenant_and_keeps_to_its_keys(tenants, redis_server):
+    a, b = RedisStateStore(tenants["a"]), RedisStateStore(tenants["b"])
+    assert a.tenant.startswith("a-") and b.tenant.startswith("b-")
+    a.save("plan", {"step": 1})
+    assert b.keys() == [] and b.load("plan") is None  # B's own namespace is empty
+    admin = redis.Redis.from_url(redis_server.url)
+    assert admin.hget(f"agentlab:{a.tenant}:state", "plan") is not None
+
+
+def test_tenant_b_cannot_read_tenant_a_state(tenants):
+    a = RedisStateStore(tenants["a"])
+    a.save("secret_plan", {"x": 1})
+    intruder = RedisStateStore(tenants["b"], tenant=a.tenant)  # B's credentials, A's keys
+    for attempt in (lambda: intruder.load("secret_plan"), intruder.keys,
+                    lambda: intruder.save("secret_plan", 2), intruder.clear):
+        with pytest.raises(StateError) as info:
+            attempt()
+        assert info.value.code == "permission_denied" and not info.value.retryable
+        assert "pw-b-" not in str(info.value)
+    assert a.load("secret_plan") == {"x": 1}
+
+
+def test_tenant_b_cannot_read_or_resume_tenant_a_run(tenants, tmp_path):
+    reg = ToolRegistry()
+    reg.register(lambda q: f"hits for {q}", name="search", description="Search.")
+    policy = sim.Script([sim.call("search", {"q": "x"}), sim.text("done")])
+    cm_a = CheckpointManager(tmp_path, store=tenants["a"])
+    AgentRuntime(sim.Simulator(policy).llm(), reg, checkpoints=cm_a).run("task")
+    cid = cm_a.list_checkpoints()[0]["id"]
+    tenant_a = cm_a.backend.tenant
+    cm_b = CheckpointManager(tmp_path, store=tenants["b"])  # B sees nothing of A's
+    assert cm_b.list_checkpoints() == [] and cm_b.completed_tool_calls(cm_a.run_id) == {}
+    with pytest.raises(CheckpointError) as info:
+        AgentRuntime(sim.Simulator(policy).llm(), reg, checkpoints=cm_b).run("task", resume_from=cid)
+    assert info.value.code == "checkpoint_not_found"
+    forced = CheckpointManager(tmp_path, store=RedisCheckpointBackend(tenants["b"], tenant=tenant_a))
+    for attempt in (lambda: forced.load(cid), forced.list_checkpoints,
+                    lambda: forced.completed_tool_calls(cm_a.run_id),
+                    lambda: forced.record_tool_result(cm_a.run_id, "call_x", "search", "x", True),
+                    lambda: forced.save(1, MSGS, {}, [])):
+        with pytest.raises(CheckpointError) as info:
+            attempt()
+        assert info.value.code == "permission_denied", attempt
+    assert [c["saved_due_to"] for c in cm_a.list_checkpoints()] == ["start", "completed"]
+
+
+def test_a_tenant_cannot_run_dangerous_commands(tenants):
+    client = redis.Redis.from_url(tenants["a"])
+    with pytest.raises(redis.exceptions.NoPermissionError):
+        client.flushall()
+    with pytest.raises(redis.exceptions.NoPermissionError):
+        client.keys("*")
+
+
+def test_unreachable_redis_is_a_retryable_error_without_the_password():
+    url = f"redis://alice:hunter2-password@127.0.0.1:{free_port()}/0"
+    with pytest.raises(StateError) as info:
+        RedisStateStore(url).load("k")
+    err = info.value
+    assert err.code == "redis_unavailable" and err.retryable
+    assert "hunter2" not in str(err) and "redis://alice:***@127.0.0.1:" in str(err)
+    assert err.details["url"] == safe_url(url) and err.details["tenant"] == "alice"
+    with pytest.raises(CheckpointError) as info:
+        CheckpointManager("unused", store=url).load()
+    assert info.value.code == "redis_unavailable" and "hunter2" not in str(info.value)
+
+
+def test_wrong_password_is_redis_auth_failed(tenants):
+    bad = tenants["a"].replace("pw-a-", "wrong-")
+    with pytest.raises(StateError) as info:
+        RedisStateStore(bad).keys()
+    assert info.value.code == "redis_auth_failed" and "wrong-" not in str(info.value)
+
+
+def test_the_factory_finds_the_redis_backend_by_url(redis_url, tmp_path):
+    backend = make_backend(redis_url, tmp_path)
+    assert isinstance(backend, RedisCheckpointBackend) and backend.tenant.startswith("t")
+    with pytest.raises(ConfigError) as info:
+        make_backend("mongodb://127.0.0.1/x", tmp_path)
+    assert info.value.code == "invalid_store" and "mongodb://" in str(info.value)
+
+
+def test_bad_tenant_names_and_passwords_are_refused(redis_server):
+    for tenant, password in [("A:*", "long-enough-pw"), ("", "long-enough-pw"),
+                             ("default", "long-enough-pw"), ("ok", "short")]:
+        with pytest.raises(ConfigError):
+            create_tenant(redis_server.url, tenant, password)
+    with pytest.raises(ConfigError):
+        RedisStateStore(redis_server.url, tenant="../x")
+    assert tenant_url("redis://127.0.0.1:1/0", "acme", "p@ss/word") == \
+        "redis://acme:p%40ss%2Fword@127.0.0.1:1/0"
