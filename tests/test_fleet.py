@@ -12,14 +12,13 @@ import pytest
 
 from agentlab.checkpoints import CheckpointManager
 from agentlab.fleet.ledger import max_overlap
-from agentlab.fleet.local import LocalFleet, redis_binary
+from agentlab.fleet.local import LocalFleet
+from agentlab.fleet.server import find_redis_server
 from agentlab.fleet.runs import RunSpec, new_fleet_run_id
 
 TASK = "Research Python asyncio best practices"
 
-try:
-    redis_binary()
-except Exception:  # pragma: no cover - the CI image installs redis-server
+if find_redis_server() is None:  # pragma: no cover - the CI image installs redis-server
     pytest.skip("redis-server is not installed", allow_module_level=True)
 
 

@@ -47,10 +47,10 @@ class Attempt:
     lease_ok: Callable[[], bool]     # RunLease.check
     token: int | None                # the lease's fencing token (for the ledger)
     worker: str
-    checkpoints: str                 # the shared store: a .db path (or a backend spec)
+    checkpoints: str                 # the shared store: a redis:// URL or a .db path
     output_dir: Path
     should_stop: Callable[[], bool] = lambda: False   # the cancel flag
-    prefix: str = "agentlab:fleet:"
+    prefix: str = "agentlab:default:fleet:"
 
 
 def fleet_llm(spec: RunSpec) -> LLMClient:
@@ -74,9 +74,10 @@ def build_runtime(at: Attempt) -> AgentRuntime:
     guarded = GuardedExecutor(inner, at.run_id, at.lease_ok, at.ledger, limits=spec.tool_limits,
                               client=at.client, tool_latency_s=spec.tool_latency_s,
                               crash_on_tool=spec.crash_on_tool, on_lost=lost, prefix=at.prefix)
-    store = FencedBackend(make_backend(at.checkpoints, Path(at.checkpoints).parent),
-                          at.run_id, at.lease_ok, on_lost=lost)
-    cm = CheckpointManager(Path(at.checkpoints).parent, auto_save_interval=1,
+    folder = at.output_dir.parent / "checkpoints"  # used only by file-based stores
+    store = FencedBackend(make_backend(at.checkpoints, folder), at.run_id, at.lease_ok,
+                          on_lost=lost)
+    cm = CheckpointManager(folder, auto_save_interval=1,
                            max_checkpoints=None, store=store, run_id=at.run_id)
     config = RuntimeConfig(max_turns=spec.max_turns, max_total_time=600.0)
     rt = AgentRuntime(fleet_llm(spec), registry, SYSTEM_PROMPT, config, executor=guarded,

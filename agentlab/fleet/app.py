@@ -25,10 +25,13 @@ import os
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from celery import Celery
 
-__all__ = ["FleetConfig", "celery_settings", "make_app", "app", "TASK_NAME", "DEFAULT_REDIS_URL"]
+from .connection import RedisTarget
+
+__all__ = ["FleetConfig", "celery_settings", "fleet_prefix", "broker_url", "make_app", "app", "TASK_NAME", "DEFAULT_REDIS_URL"]
 
 DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
 #: The Celery task that executes one attempt of a run (``agentlab.fleet.tasks``).
@@ -41,18 +44,20 @@ class FleetConfig:
 
     Attributes:
         redis_url: broker, result store, run records, leases (``AGENTLAB_REDIS_URL``).
-        prefix: namespace of the fleet's own Redis keys (``AGENTLAB_FLEET_PREFIX``).
+        prefix: namespace of the fleet's own Redis keys (``AGENTLAB_FLEET_PREFIX``; default
+            ``agentlab:<tenant>:fleet:``, the tenant of the URL as in ``connection.py``).
         visibility_timeout_s: seconds before an unacknowledged message is redelivered
             (``AGENTLAB_FLEET_VISIBILITY_TIMEOUT``, default 30).
         lease_ttl_s: a dead holder's lease is free after this long (``AGENTLAB_FLEET_LEASE_TTL``,
             default 10); renewed every quarter of it.
-        checkpoints: the checkpoint store of fleet runs (``AGENTLAB_FLEET_CHECKPOINTS``: a
-            ``.db`` path shared by the workers; default ``<fleet_dir>/checkpoints.db``).
+        checkpoints: the checkpoint store of fleet runs, shared by the workers
+            (``AGENTLAB_FLEET_CHECKPOINTS``; default the Redis URL itself: chapter 13's
+            ``RedisCheckpointBackend``; a ``.db`` path selects SQLite on a shared disk).
         fleet_dir: files of fleet runs, e.g. ``write_file`` output (``AGENTLAB_FLEET_DIR``).
     """
 
     redis_url: str = DEFAULT_REDIS_URL
-    prefix: str = "agentlab:fleet:"
+    prefix: str = "agentlab:default:fleet:"
     visibility_timeout_s: float = 30.0
     lease_ttl_s: float = 10.0
     checkpoints: str = ""
@@ -62,12 +67,11 @@ class FleetConfig:
     def from_env(cls, env: dict | None = None) -> "FleetConfig":
         env = os.environ if env is None else env
         fleet_dir = env.get("AGENTLAB_FLEET_DIR") or str(Path(tempfile.gettempdir()) / "agentlab-fleet")
-        return cls(redis_url=env.get("AGENTLAB_REDIS_URL") or DEFAULT_REDIS_URL,
-                   prefix=env.get("AGENTLAB_FLEET_PREFIX") or "agentlab:fleet:",
+        url = env.get("AGENTLAB_REDIS_URL") or DEFAULT_REDIS_URL
+        return cls(redis_url=url, prefix=env.get("AGENTLAB_FLEET_PREFIX") or fleet_prefix(url),
                    visibility_timeout_s=float(env.get("AGENTLAB_FLEET_VISIBILITY_TIMEOUT") or 30),
                    lease_ttl_s=float(env.get("AGENTLAB_FLEET_LEASE_TTL") or 10),
-                   checkpoints=env.get("AGENTLAB_FLEET_CHECKPOINTS")
-                   or str(Path(fleet_dir) / "checkpoints.db"),
+                   checkpoints=env.get("AGENTLAB_FLEET_CHECKPOINTS") or url,
                    fleet_dir=fleet_dir)
 
     def env(self) -> dict[str, str]:
@@ -78,11 +82,23 @@ class FleetConfig:
                 "AGENTLAB_FLEET_CHECKPOINTS": self.checkpoints, "AGENTLAB_FLEET_DIR": self.fleet_dir}
 
 
+def fleet_prefix(url: str) -> str:
+    """``agentlab:<tenant>:fleet:``: the fleet's keys sit in the URL's tenant namespace."""
+    return RedisTarget(url).prefix + "fleet:"
+
+
+def broker_url(url: str) -> str:
+    """The URL without agentlab's own ``tenant=`` query parameter (kombu would not know it)."""
+    parts = urlsplit(url)
+    query = [(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if k != "tenant"]
+    return urlunsplit(parts._replace(query=urlencode(query)))
+
+
 def celery_settings(cfg: FleetConfig) -> dict:
     """The Celery configuration of the fleet (see the module docstring for why each)."""
     return {
-        "broker_url": cfg.redis_url,
-        "result_backend": cfg.redis_url,
+        "broker_url": broker_url(cfg.redis_url),
+        "result_backend": broker_url(cfg.redis_url),
         "task_serializer": "json", "result_serializer": "json", "accept_content": ["json"],
         "task_acks_late": True,
         "task_reject_on_worker_lost": True,

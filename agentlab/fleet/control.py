@@ -15,10 +15,9 @@ from __future__ import annotations
 import time
 from typing import Any, Iterable
 
-import redis
-
 from ..errors import AgentError, ConfigError
 from .app import TASK_NAME, FleetConfig, make_app
+from .connection import RedisTarget, safe_url
 from .ledger import Ledger
 from .runs import PAUSED, QUEUED, TERMINAL, RunRecords, RunSpec, new_fleet_run_id
 
@@ -29,17 +28,18 @@ class FleetUnavailableError(AgentError):
     """Redis (the fleet's broker and store) cannot be reached."""
 
     def __init__(self, url: str, exc: BaseException) -> None:
-        super().__init__("redis_unreachable", f"cannot reach Redis at {url} ({type(exc).__name__}"
+        url = safe_url(url)
+        super().__init__("redis_unavailable", f"cannot reach Redis at {url} ({type(exc).__name__}"
                          f": {exc}); start it (redis-server --port 6379) or set AGENTLAB_REDIS_URL",
                          retryable=True, details={"url": url})
 
 
 def connect(cfg: FleetConfig) -> Any:
     """A ``redis.Redis`` for ``cfg.redis_url`` that answered PING, else ``FleetUnavailableError``."""
-    client = redis.Redis.from_url(cfg.redis_url, socket_connect_timeout=2, socket_timeout=10)
+    client = RedisTarget(cfg.redis_url, socket_timeout_s=5.0).client
     try:
         client.ping()
-    except (redis.exceptions.RedisError, OSError) as exc:
+    except Exception as exc:  # refused, timed out, auth: all mean "the fleet is not there"
         raise FleetUnavailableError(cfg.redis_url, exc) from None
     return client
 

@@ -54,7 +54,7 @@ class GuardedExecutor:
     def __init__(self, inner: Any, run_id: str, lease_ok: Callable[[], bool], ledger: Ledger,
                  *, limits: dict | None = None, client: Any = None, tool_latency_s: float = 0.0,
                  crash_on_tool: str | None = None, on_lost: Callable[[], Any] = lambda: None,
-                 prefix: str = "agentlab:fleet:") -> None:
+                 prefix: str = "agentlab:default:fleet:") -> None:
         self.inner, self.run_id, self.lease_ok, self.ledger = inner, run_id, lease_ok, ledger
         self.limits, self.client, self.prefix = dict(limits or {}), client, prefix
         self.tool_latency_s, self.crash_on_tool, self.on_lost = tool_latency_s, crash_on_tool, on_lost

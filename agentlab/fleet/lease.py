@@ -55,7 +55,7 @@ class RunLease:
     """
 
     def __init__(self, client: Any, run_id: str, *, ttl_s: float = 10.0,
-                 prefix: str = "agentlab:fleet:", holder: str | None = None) -> None:
+                 prefix: str = "agentlab:default:fleet:", holder: str | None = None) -> None:
         self.client, self.run_id, self.ttl_ms = client, run_id, max(int(ttl_s * 1000), 100)
         self.key, self.fence_key = f"{prefix}lease:{run_id}", f"{prefix}fence:{run_id}"
         self.holder = f"{holder or 'holder'}:{uuid.uuid4().hex[:12]}"

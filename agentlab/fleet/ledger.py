@@ -12,7 +12,7 @@ notebook's plots. Workers write it as they go; nothing here decides anything.
   time from the old holder's last event to the new holder's first is the kill-to-resume gap.
 - **Metrics.** Tool durations per tool, and when each run reached a terminal state.
 
-Keys (``prefix`` = ``agentlab:fleet:``): ``ledger:calls:<run_id>`` (hash key -> starts),
+Keys (``prefix`` = ``agentlab:default:fleet:``): ``ledger:calls:<run_id>`` (hash key -> starts),
 ``ledger:done:<run_id>`` (hash), ``ledger:reexec`` (counter), ``ledger:steps:<run_id>``
 (list of JSON), ``ledger:tool_spans:<tool>`` (list of "start end"), ``ledger:finished`` (zset).
 """
@@ -33,7 +33,7 @@ def _text(value: Any) -> str:
 class Ledger:
     """Write and read the fleet's execution evidence (see the module docstring)."""
 
-    def __init__(self, client: Any, prefix: str = "agentlab:fleet:") -> None:
+    def __init__(self, client: Any, prefix: str = "agentlab:default:fleet:") -> None:
         self.client, self.p = client, f"{prefix}ledger:"
 
     # -- tool calls

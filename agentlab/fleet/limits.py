@@ -35,7 +35,7 @@ class ToolSemaphore:
     """
 
     def __init__(self, client: Any, name: str, limit: int, *, ttl_s: float = 60.0,
-                 poll_s: float = 0.01, prefix: str = "agentlab:fleet:") -> None:
+                 poll_s: float = 0.01, prefix: str = "agentlab:default:fleet:") -> None:
         self.client, self.name, self.limit = client, name, int(limit)
         self.ttl_s, self.poll_s = ttl_s, poll_s
         self.key = f"{prefix}sem:{name}"

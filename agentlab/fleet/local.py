@@ -3,7 +3,7 @@
 Used by ``notebooks/13_fleet.ipynb``, the tests and the benchmarks, so each starts its own
 fleet and leaves nothing behind. Following ``../shared/FLEET_NOTES.md``:
 
-- Redis on a free port (``bind(('127.0.0.1', 0))``), no persistence, ready when PING answers.
+- Redis: ``server.RedisServer`` (a free port, no persistence, ready when PING answers).
 - A worker is ``agentlab worker`` in a new session (``start_new_session=True``): its pool
   children and any subprocess a tool starts share its process group, so ``kill()`` (SIGKILL to
   the group, what a machine going away looks like) leaves no orphan behind. Ready when the
@@ -16,9 +16,7 @@ fleet and leaves nothing behind. Following ``../shared/FLEET_NOTES.md``:
 from __future__ import annotations
 
 import os
-import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -26,30 +24,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-import redis
-
 from ..errors import ConfigError
-from .app import FleetConfig
+from .app import FleetConfig, fleet_prefix
 from .control import Fleet
+from .server import RedisServer
 
-__all__ = ["RedisServer", "WorkerProcess", "LocalFleet", "free_port", "redis_binary"]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def redis_binary() -> str:
-    """``redis-server`` from the PATH (Debian: ``apt-get install redis-server``)."""
-    found = shutil.which("redis-server") or ("/usr/bin/redis-server"
-                                             if os.path.exists("/usr/bin/redis-server") else None)
-    if found is None:
-        raise ConfigError("redis_not_installed", "no redis-server found: install it "
-                          "(apt-get install redis-server, brew install redis) or start one "
-                          "elsewhere and set AGENTLAB_REDIS_URL")
-    return found
+__all__ = ["WorkerProcess", "LocalFleet"]
 
 
 def _stop_group(proc: subprocess.Popen, timeout_s: float) -> None:
@@ -65,33 +45,6 @@ def _stop_group(proc: subprocess.Popen, timeout_s: float) -> None:
     except ProcessLookupError:
         pass
     proc.wait()
-
-
-class RedisServer:
-    """A throwaway ``redis-server`` on a free port (``.url``); ``stop()`` ends it."""
-
-    def __init__(self, port: int | None = None, *, start_timeout_s: float = 10.0) -> None:
-        self.port = port or free_port()
-        self.url = f"redis://127.0.0.1:{self.port}/0"
-        self.proc = subprocess.Popen(
-            [redis_binary(), "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
-             "--appendonly", "no", "--loglevel", "warning"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-        client, deadline = redis.Redis(port=self.port), time.monotonic() + start_timeout_s
-        while True:
-            try:
-                client.ping()
-                break
-            except redis.exceptions.ConnectionError:
-                if self.proc.poll() is not None or time.monotonic() > deadline:
-                    self.stop()
-                    raise ConfigError("redis_start_failed", f"redis-server on port {self.port} "
-                                      "did not answer PING") from None
-                time.sleep(0.01)
-        client.close()
-
-    def stop(self) -> None:
-        _stop_group(self.proc, 3.0)
 
 
 class WorkerProcess:
@@ -162,18 +115,24 @@ class LocalFleet:
                  visibility_timeout_s: float = 30.0, lease_ttl_s: float = 10.0,
                  redis_url: str | None = None, fleet_dir: str | None = None,
                  wait: bool = True) -> None:
-        self.redis = None if redis_url else RedisServer()
+        self.redis = None if redis_url else RedisServer.start()
         self.dir = Path(fleet_dir or tempfile.mkdtemp(prefix="agentlab-fleet-"))
-        self.cfg = FleetConfig(redis_url=redis_url or self.redis.url,
+        url = redis_url or self.redis.url
+        self.cfg = FleetConfig(redis_url=url, prefix=fleet_prefix(url),
                                visibility_timeout_s=visibility_timeout_s, lease_ttl_s=lease_ttl_s,
-                               checkpoints=str(self.dir / "checkpoints.db"),
+                               checkpoints=url,
                                fleet_dir=str(self.dir))
-        self.workers = [WorkerProcess(self.cfg, f"w{i + 1}", concurrency=concurrency, pool=pool,
-                                      log_dir=self.dir) for i in range(workers)]
-        if wait:
-            for w in self.workers:
+        self.workers: list[WorkerProcess] = []
+        try:
+            for i in range(workers):
+                self.workers.append(WorkerProcess(self.cfg, f"w{i + 1}", concurrency=concurrency,
+                                                  pool=pool, log_dir=self.dir))
+            for w in self.workers if wait else ():
                 w.wait_ready()
-        self.fleet = Fleet(self.cfg)
+            self.fleet = Fleet(self.cfg)
+        except BaseException:  # never leave a server or a worker behind
+            self.close()
+            raise
 
     def add_worker(self, **options: Any) -> WorkerProcess:
         w = WorkerProcess(self.cfg, f"w{len(self.workers) + 1}", log_dir=self.dir, **options)

@@ -2,7 +2,7 @@
 
 Taught in ``notebooks/13_fleet.ipynb``. A run submitted to the fleet is first a record here,
 then a Celery message; the record is what ``agentlab runs list|show`` and the notebook's table
-read, and where a worker writes what happened. Keys (``prefix`` = ``agentlab:fleet:``):
+read, and where a worker writes what happened. Keys (``prefix`` = ``agentlab:default:fleet:``):
 
     <prefix>run:<run_id>      hash: run_id, task, state, spec, attempts, worker, created_at,
                               updated_at, result, error, pending   (JSON where structured)
@@ -92,7 +92,7 @@ def _text(value: Any) -> str | None:
 class RunRecords:
     """Read and write the fleet's run records in Redis (see the module docstring)."""
 
-    def __init__(self, client: Any, prefix: str = "agentlab:fleet:") -> None:
+    def __init__(self, client: Any, prefix: str = "agentlab:default:fleet:") -> None:
         self.client, self.prefix = client, prefix
 
     def key(self, run_id: str) -> str:

@@ -24,11 +24,10 @@ import socket
 from pathlib import Path
 from typing import Any
 
-import redis
-
 from ..errors import AgentError, CheckpointError
 from .agent import Attempt, build_runtime, start_reference
 from .app import TASK_NAME, FleetConfig, app
+from .connection import RedisTarget
 from .lease import Heartbeat, RunLease
 from .ledger import Ledger
 from .runs import PAUSED, RUNNING, TERMINAL, RunRecords, RunSpec
@@ -62,7 +61,7 @@ def run_attempt(run_id: str, *, worker: str = "", task_id: str | None = None,
                 cfg: FleetConfig | None = None) -> str:
     """Execute one delivery of ``run_id`` (see the module docstring); returns what happened."""
     cfg = cfg or FleetConfig.from_env()
-    client = redis.Redis.from_url(cfg.redis_url)
+    client = RedisTarget(cfg.redis_url).client
     records, ledger = RunRecords(client, cfg.prefix), Ledger(client, cfg.prefix)
     worker = worker or socket.gethostname()
     rec = records.get(run_id)
