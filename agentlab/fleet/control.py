@@ -81,7 +81,10 @@ class Fleet:
         if rec["state"] in TERMINAL:
             return rec
         self.records.request_cancel(run_id)
-        if rec["state"] == PAUSED:  # no worker holds it: a delivery ends it as cancelled
+        if rec["state"] == QUEUED:  # no worker has it: it is over now (a worker that takes
+            self.records.update(run_id, state="cancelled")  # it anyway skips a terminal run)
+            self.ledger.run_finished(run_id)
+        elif rec["state"] == PAUSED:  # no worker holds it: a delivery ends it as cancelled
             self.records.update(run_id, state=QUEUED)
             self.enqueue(run_id)
         return self.show(run_id)

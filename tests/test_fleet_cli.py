@@ -1,0 +1,80 @@
+"""``agentlab worker | submit | runs`` (chapter 13): Redis from the session fixture; the one
+test that needs a worker runs Celery's in-thread test worker on the fleet's own app."""
+from __future__ import annotations
+
+import json
+
+import pytest
+from celery.contrib.testing.worker import start_worker
+
+from agentlab.cli import main
+from agentlab.cli.submit import tool_limits
+from agentlab.fleet import tasks
+from agentlab.fleet.app import FleetConfig, celery_settings
+from agentlab.fleet.control import Fleet
+from agentlab.fleet.server import free_port
+
+
+@pytest.fixture
+def fleet_env(redis_url, monkeypatch, tmp_path):
+    monkeypatch.setenv("AGENTLAB_REDIS_URL", redis_url)
+    monkeypatch.setenv("AGENTLAB_FLEET_DIR", str(tmp_path))
+    return Fleet()
+
+
+@pytest.mark.parametrize("argv", [["submit", "Research asyncio"], ["runs", "list"],
+                                  ["runs", "cancel", "run-x"], ["worker"]])
+def test_unreachable_redis_is_one_line_and_exit_code_2(argv, monkeypatch, capsys):
+    monkeypatch.setenv("AGENTLAB_REDIS_URL", f"redis://127.0.0.1:{free_port()}/0")
+    assert main(argv) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1 and "Traceback" not in err
+    assert err.startswith(f"agentlab {argv[0]}: cannot reach Redis at redis://127.0.0.1:")
+    assert "set AGENTLAB_REDIS_URL" in err
+
+
+def test_submit_list_show_and_cancel_a_queued_run(fleet_env, capsys):
+    assert main(["submit", "Research asyncio", "--tool-limit", "web_search=2"]) == 0
+    run_id = capsys.readouterr().out.strip()
+    assert fleet_env.show(run_id)["spec"]["tool_limits"] == {"web_search": 2}
+    assert main(["runs", "list"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split()[:3] == ["run_id", "state", "att"]
+    assert lines[1].split()[:3] == [run_id, "queued", "0"]
+    assert main(["runs", "show", run_id]) == 0
+    assert json.loads(capsys.readouterr().out)["task"] == "Research asyncio"
+    assert main(["runs", "cancel", run_id]) == 0
+    assert capsys.readouterr().out == f"{run_id}: cancelled\n"
+
+
+def test_runs_show_of_an_unknown_run_says_so(fleet_env, capsys):
+    assert main(["runs", "show", "run-nope"]) == 2
+    assert capsys.readouterr().err == ("agentlab runs: no fleet run 'run-nope'; `agentlab runs "
+                                       "list` shows the runs this Redis knows\n")
+
+
+def test_bad_tool_limit_is_refused():
+    with pytest.raises(ValueError, match="use TOOL=N with N >= 1"):
+        tool_limits(["web_search=0"])
+
+
+@pytest.fixture
+def thread_worker(fleet_env):
+    """Celery's in-thread worker on the fleet's app, pointed at this test's Redis."""
+    settings = celery_settings(FleetConfig.from_env())
+    saved = {k: tasks.app.conf[k] for k in settings}
+    tasks.app.conf.update(settings)
+    try:
+        with start_worker(tasks.app, pool="solo", perform_ping_check=False, queues=["agentlab"]):
+            yield
+    finally:
+        tasks.app.conf.update(saved)
+
+
+def test_submit_wait_runs_on_a_worker_and_prints_the_answer(fleet_env, thread_worker, capsys):
+    code = main(["submit", "Research Python asyncio best practices", "--wait",
+                 "--time-scale", "0", "--timeout", "30"])
+    out = capsys.readouterr().out.splitlines()
+    assert code == 0, out
+    assert out[1].startswith("finished: 6 turns, attempts 1, worker ")
+    assert fleet_env.show(out[0])["state"] == "finished"
