@@ -16,8 +16,9 @@ import sys
 from ..errors import AgentError
 from ..fleet.app import FleetConfig, make_app
 from ..fleet.control import connect
+from ..fleet.local import worker_args
 
-__all__ = ["add_parser", "run", "worker_argv"]
+__all__ = ["add_parser", "run"]
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -31,13 +32,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def worker_argv(args: argparse.Namespace) -> list[str]:
-    """The ``celery worker`` arguments for these options."""
-    return ["worker", f"--concurrency={args.concurrency}", f"--pool={args.pool}",
-            f"--hostname={args.name}@%h", f"--loglevel={args.loglevel}", "--queues=agentlab",
-            "--without-mingle", "--without-gossip", "--without-heartbeat"]
-
-
 def run(args: argparse.Namespace) -> int:
     if args.concurrency < 1:
         print("agentlab worker: --concurrency must be at least 1", file=sys.stderr)
@@ -48,5 +42,5 @@ def run(args: argparse.Namespace) -> int:
     except AgentError as exc:
         print(f"agentlab worker: {exc.message}", file=sys.stderr)
         return 2
-    make_app(cfg).worker_main(worker_argv(args))
+    make_app(cfg).worker_main(worker_args(args.name, args.concurrency, args.pool, args.loglevel))
     return 0

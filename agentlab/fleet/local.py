@@ -4,7 +4,7 @@ Used by ``notebooks/13_fleet.ipynb``, the tests and the benchmarks, so each star
 fleet and leaves nothing behind. Following ``../shared/FLEET_NOTES.md``:
 
 - Redis: ``server.RedisServer`` (a free port, no persistence, ready when PING answers).
-- A worker is ``agentlab worker`` in a new session (``start_new_session=True``): its pool
+- A worker is ``celery -A agentlab.fleet.app worker`` (what ``agentlab worker`` runs) in a new session (``start_new_session=True``): its pool
   children and any subprocess a tool starts share its process group, so ``kill()`` (SIGKILL to
   the group, what a machine going away looks like) leaves no orphan behind. Ready when the
   log says `` ready.``. ``stop()`` is a warm shutdown with a timeout, then SIGKILL.
@@ -29,7 +29,19 @@ from .app import FleetConfig, fleet_prefix
 from .control import Fleet
 from .server import RedisServer
 
-__all__ = ["WorkerProcess", "LocalFleet"]
+__all__ = ["WorkerProcess", "LocalFleet", "worker_args", "FLEET_APP"]
+
+#: The Celery app module of the fleet (``celery -A agentlab.fleet.app worker``).
+FLEET_APP = "agentlab.fleet.app"
+
+
+def worker_args(name: str, concurrency: int = 1, pool: str = "prefork",
+                loglevel: str = "INFO") -> list[str]:
+    """The ``celery worker`` arguments of a fleet worker (``agentlab worker`` uses them too):
+    the fleet's queue, and no mingle/gossip/heartbeat chatter (a worker is ready in ~0.5 s)."""
+    return ["worker", f"--concurrency={concurrency}", f"--pool={pool}",
+            f"--hostname={name}@%h", f"--loglevel={loglevel}", "--queues=agentlab",
+            "--without-mingle", "--without-gossip", "--without-heartbeat"]
 
 
 def _stop_group(proc: subprocess.Popen, timeout_s: float) -> None:
@@ -48,12 +60,13 @@ def _stop_group(proc: subprocess.Popen, timeout_s: float) -> None:
 
 
 class WorkerProcess:
-    """One ``agentlab worker`` process (and its pool) in its own session."""
+    """One worker process of the Celery app ``app`` (and its pool) in its own session."""
 
     def __init__(self, cfg: FleetConfig, name: str, *, concurrency: int = 1,
                  pool: str = "prefork", log_dir: str | os.PathLike | None = None,
-                 extra_env: dict | None = None) -> None:
+                 extra_env: dict | None = None, app: str = FLEET_APP) -> None:
         self.cfg, self.name, self.concurrency, self.pool = cfg, name, concurrency, pool
+        self.app = app
         self.log_path = Path(log_dir or tempfile.mkdtemp(prefix="agentlab-worker-")) / f"{name}.log"
         self.extra_env = dict(extra_env or {})
         self.proc: subprocess.Popen | None = None
@@ -61,8 +74,8 @@ class WorkerProcess:
 
     def start(self) -> "WorkerProcess":
         env = {**os.environ, **self.cfg.env(), **self.extra_env}
-        cmd = [sys.executable, "-m", "agentlab.cli", "worker", "--name", self.name,
-               "--concurrency", str(self.concurrency), "--pool", self.pool]
+        cmd = [sys.executable, "-m", "celery", "-A", self.app,
+               *worker_args(self.name, self.concurrency, self.pool)]
         self._log = open(self.log_path, "ab")
         self._offset = self.log_path.stat().st_size
         self.proc = subprocess.Popen(cmd, env=env, stdout=self._log, stderr=subprocess.STDOUT,
