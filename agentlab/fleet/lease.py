@@ -13,7 +13,7 @@ makes that harmless:
   script extends it only if this holder still owns it), and refreshes the message's score in
   kombu's ``unacked_index`` so the broker does not redeliver a run that is merely long.
 - ``check()`` is called before every step and every checkpoint or tool-log write: it is true
-  only while this holder's token is still the newest. A holder that lost the lease (paused
+  only while this holder's token is still the newest (and it renews the lease, atomically). A holder that lost the lease (paused
   past its ttl, say) finds out at its next step and stops without writing anything.
 """
 from __future__ import annotations
@@ -30,6 +30,14 @@ __all__ = ["RunLease", "Heartbeat"]
 _RENEW = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then
   return redis.call('PEXPIRE', KEYS[1], ARGV[2])
+end
+return 0
+"""
+# The fencing check: true only if ``holder`` owns the lease and its token is the newest; then
+# the lease is extended too, so every step an attempt takes also keeps it alive.
+_HOLD = """
+if redis.call('GET', KEYS[1]) == ARGV[1] and redis.call('GET', KEYS[2]) == ARGV[2] then
+  return redis.call('PEXPIRE', KEYS[1], ARGV[3])
 end
 return 0
 """
@@ -62,6 +70,7 @@ class RunLease:
         self.token: int | None = None  # the fencing token, once acquired
         self._renew = client.register_script(_RENEW)
         self._release = client.register_script(_RELEASE)
+        self._hold = client.register_script(_HOLD)
 
     def acquire(self) -> bool:
         """Take the lease if it is free (never held, released, or expired); True if taken."""
@@ -86,15 +95,12 @@ class RunLease:
         return bool(self._renew(keys=[self.key], args=[self.holder, self.ttl_ms]))
 
     def check(self) -> bool:
-        """True while this holder owns the lease and its fencing token is the newest."""
+        """True while this holder owns the lease and its fencing token is the newest (and then
+        the lease is renewed: a step taken is a sign of life, whatever the heartbeat does)."""
         if self.token is None:
             return False
-        pipe = self.client.pipeline()
-        pipe.get(self.key)
-        pipe.get(self.fence_key)
-        owner, fence = pipe.execute()
-        owner = owner.decode() if isinstance(owner, bytes) else owner
-        return owner == self.holder and fence is not None and int(fence) == self.token
+        return bool(self._hold(keys=[self.key, self.fence_key],
+                               args=[self.holder, self.token, self.ttl_ms]))
 
     def release(self) -> bool:
         """Give the lease up (only if still ours), so the next delivery need not wait."""

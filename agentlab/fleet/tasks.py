@@ -24,8 +24,11 @@ import socket
 from pathlib import Path
 from typing import Any
 
+from celery.signals import worker_init
+
 from ..errors import AgentError, CheckpointError
-from .agent import Attempt, build_runtime, start_reference
+from ..tokens import count_text_tokens
+from .agent import Attempt, build_runtime, fleet_llm, start_reference
 from .app import TASK_NAME, FleetConfig, app
 from .connection import RedisTarget
 from .lease import Heartbeat, RunLease
@@ -79,8 +82,7 @@ def run_attempt(run_id: str, *, worker: str = "", task_id: str | None = None,
     waiting = Heartbeat(lease, delivery_tag=tag)  # while waiting: keep our message unacked
 
     def settled() -> bool:
-        state = (records.get(run_id) or {}).get("state")
-        return state in TERMINAL or state == PAUSED
+        return _settled(records, run_id)
 
     if not lease.acquire():  # 2. another holder: wait for it to finish or to die
         while not lease.wait_acquire(lease.ttl_ms / 1000.0, give_up=settled):
@@ -133,7 +135,9 @@ def _execute(run_id: str, spec: RunSpec, cfg: FleetConfig, client: Any, records:
         logger.exception("run %s failed on %s", run_id, worker)
         return _end(records, ledger, run_id, "error", worker, error=AgentError(
             "internal_error", f"{type(exc).__name__}: {exc}"))
-    if not lease.check():  # 5. superseded: the new holder owns the record now
+    if not lease.check():  # 5. superseded: the new holder owns the record now...
+        if lease.current_holder() is None and not _settled(records, run_id):
+            app.send_task(TASK_NAME, args=[run_id])  # ...or nobody does: hand it on
         return "lease_lost"
     summary = result_summary(result)
     state = PAUSED if "PAUSED" in result.state.name else result.state.value
@@ -146,6 +150,11 @@ def _execute(run_id: str, spec: RunSpec, cfg: FleetConfig, client: Any, records:
     out = _end(records, ledger, run_id, state, worker, result=summary)
     lease.release()
     return out
+
+
+def _settled(records: RunRecords, run_id: str) -> bool:
+    state = (records.get(run_id) or {}).get("state")
+    return state in TERMINAL or state == PAUSED
 
 
 def _finished_summary(rt: Any, run_id: str, checkpoint_id: str | None) -> dict:
@@ -166,6 +175,17 @@ def _end(records: RunRecords, ledger: Ledger, run_id: str, state: str, worker: s
     records.update(run_id, **fields)
     ledger.run_finished(run_id)
     return state
+
+
+@worker_init.connect
+def warm_up(**_: Any) -> None:
+    """Load the model stack and the token table once per worker, before its pool starts.
+
+    Otherwise a worker's first run pays for them (seconds on a busy machine) while it holds a
+    lease, and an import holding the interpreter's import lock can delay its heartbeat.
+    """
+    fleet_llm(RunSpec(task="warm up"))
+    count_text_tokens("warm up")
 
 
 @app.task(name=TASK_NAME, bind=True)
