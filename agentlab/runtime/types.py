@@ -15,7 +15,13 @@ __all__ = ["RunState", "RuntimeConfig", "AgentResult"]
 
 
 class RunState(str, Enum):
-    """Where a run is. Every run ends in one of the last four (terminal) states."""
+    """Where a run is. Every run ends in one of the terminal states (all but IDLE and RUNNING).
+
+    ``PAUSED`` is terminal *for now*: ``run()`` returned and holds no thread or worker, but the
+    run is not over. It waits for a human to ``approve``/``reject`` the calls listed in
+    ``AgentResult.pending_approvals`` (chapter 13, ``agentlab.runtime.approval``); then
+    ``run(task, resume_from=...)`` continues it from its checkpoint.
+    """
 
     IDLE = "idle"
     RUNNING = "running"
@@ -23,6 +29,7 @@ class RunState(str, Enum):
     EXHAUSTED = "exhausted"    # a budget ran out: max_turns, max_total_time, output length
     CANCELLED = "cancelled"    # cancel() was called
     ERROR = "error"            # the model failed, a loop was detected, or something broke
+    PAUSED = "paused"          # waiting for approval (terminal for now: resume to continue)
 
     @property
     def terminal(self) -> bool:
@@ -76,8 +83,10 @@ class AgentResult:
 
     ``stopped_reason`` keeps the article's strings: ``completed``, ``max_turns (N)``,
     ``timeout (Ns)``, ``loop_detected``, ``cancelled``, ``exception: <Type>``; plus ``length``
-    (the answer was cut at the model's output limit). ``errors`` holds ``AgentError.to_dict()``
-    records. ``turn_log`` has one entry per turn (timings in ms from the run's start, tokens).
+    (the answer was cut at the model's output limit), ``awaiting_approval`` (``PAUSED``).
+    ``errors`` holds ``AgentError.to_dict()`` records. ``turn_log`` has one entry per turn
+    (timings in ms from the run's start, tokens). ``pending_approvals``: for a ``PAUSED`` run,
+    the calls that wait for a decision, ``{"call_id", "tool", "arguments"}`` each.
     """
 
     content: str
@@ -92,6 +101,7 @@ class AgentResult:
     usage: dict = field(default_factory=dict)
     finish_reason: str = ""
     turn_log: list[dict] = field(default_factory=list)
+    pending_approvals: list[dict] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
