@@ -35,8 +35,9 @@ from typing import Any, Callable, Iterator
 from ..errors import AgentError, ConfigError
 from ..executor import ToolExecutor
 from ..messages import MessageManager
-from ..models import DEFAULT_MODEL
+from ..models import DEFAULT_MODEL, require_prices
 from .approval import ApprovalExecutor, ApprovalSteps
+from .cost import CostSteps
 from .context import HOOK_EVENTS, LAST_RUN_KEY, STREAM_EVENTS, RunContext
 from .hooks import Hook, Hooks
 from .loop_guard import LoopDetector
@@ -50,11 +51,12 @@ __all__ = ["RunState", "RuntimeConfig", "AgentResult", "AgentRuntime", "HOOK_EVE
 Resumer = Callable[[RunContext, str], None]
 
 
-class AgentRuntime(TurnSteps, ApprovalSteps):
+class AgentRuntime(TurnSteps, ApprovalSteps, CostSteps):
     """The agent loop (notebooks 06-08). See the module docstring for what it guarantees.
 
     The steps of a turn (model call, tool batch) are in ``TurnSteps`` (``steps.py``); holding
-    a turn for a human's approval, ``approve`` and ``reject`` in ``ApprovalSteps`` (``approval.py``).
+    a turn for a human's approval, ``approve`` and ``reject`` in ``ApprovalSteps`` (``approval.py``);
+    the cost cap in ``CostSteps`` (``cost.py``).
 
     Args:
         llm: an ``agentlab.llm.LLMClient`` (or anything with ``chat``/``stream``/``model``).
@@ -77,6 +79,8 @@ class AgentRuntime(TurnSteps, ApprovalSteps):
         self.llm = llm
         self.registry = registry
         self.config = config or RuntimeConfig()
+        if self.config.max_cost_usd is not None:  # a cap needs prices (chapter 13)
+            require_prices(getattr(llm, "model", DEFAULT_MODEL))
         self.messages: Messages = messages if messages is not None else MessageManager(
             system_prompt=system_prompt, model=getattr(llm, "model", DEFAULT_MODEL))
         self.executor: Executor = ApprovalExecutor(executor if executor is not None else ToolExecutor(
@@ -157,6 +161,7 @@ class AgentRuntime(TurnSteps, ApprovalSteps):
             yield from self._finish_held_turn(ctx)  # a turn held for approval, decided since
             while True:
                 self._check_budgets(ctx)  # safe point: before a model call
+                self._check_cost(ctx, tools)
                 turn = self._new_turn(ctx)
                 yield from self._event(ctx, "turn_start", turn=ctx.turns)
                 resp, content = yield from self._call_model(ctx, tools, stream, turn)
@@ -245,7 +250,8 @@ class AgentRuntime(TurnSteps, ApprovalSteps):
             tool_calls_made=ctx.tool_calls_made, duration_ms=ctx.elapsed_ms(),
             stopped_reason=reason, state=state, run_id=ctx.run_id, errors=ctx.errors,
             usage=dict(ctx.usage), finish_reason=ctx.finish_reason, turn_log=ctx.turn_log,
-            pending_approvals=list(ctx.held_turn["pending"]) if state is RunState.PAUSED else [])
+            pending_approvals=list(ctx.held_turn["pending"]) if state is RunState.PAUSED else [],
+            cost_usd=self._spent_usd(ctx))
         if ctx.turn_log and "end_ms" not in ctx.turn_log[-1]:
             ctx.turn_log[-1]["end_ms"] = result.duration_ms
         self.last_result = result

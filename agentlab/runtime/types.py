@@ -51,6 +51,9 @@ class RuntimeConfig:
         tool_timeout: default per-tool timeout of the executor built by the runtime.
         max_workers: threads of that executor.
         temperature: sent with every model call.
+        max_cost_usd: the run's budget in US dollars, priced from the model table; the run
+            ends EXHAUSTED (``cost_budget``) before a model call whose worst case (prompt +
+            the output cap) could exceed it (``agentlab.runtime.cost``). None: no cap.
 
     Every limit is checked on construction: ``ConfigError("invalid_config")`` for 0 where a
     positive value is needed, negatives, inf (use None where "no limit" is allowed), NaN, None
@@ -66,11 +69,13 @@ class RuntimeConfig:
     tool_timeout: float = 30.0
     max_workers: int = 4
     temperature: float = 0.0
+    max_cost_usd: float | None = None
 
     def __post_init__(self) -> None:
         positive_int("max_turns", self.max_turns)
         positive_number("max_total_time", self.max_total_time)
         positive_number("step_timeout", self.step_timeout, allow_none=True)
+        positive_number("max_cost_usd", self.max_cost_usd, allow_none=True)
         positive_number("tool_timeout", self.tool_timeout)
         positive_int("max_workers", self.max_workers)
         positive_int("loop_detection_window", self.loop_detection_window, minimum=2)
@@ -87,6 +92,8 @@ class AgentResult:
     ``errors`` holds ``AgentError.to_dict()`` records. ``turn_log`` has one entry per turn
     (timings in ms from the run's start, tokens). ``pending_approvals``: for a ``PAUSED`` run,
     the calls that wait for a decision, ``{"call_id", "tool", "arguments"}`` each.
+    ``cost_usd``: what the run's tokens cost at the model table's prices (None when the model
+    has none); ``stopped_reason`` ``cost_budget ($X)`` when ``max_cost_usd`` stopped it.
     """
 
     content: str
@@ -102,6 +109,7 @@ class AgentResult:
     finish_reason: str = ""
     turn_log: list[dict] = field(default_factory=list)
     pending_approvals: list[dict] = field(default_factory=list)
+    cost_usd: float | None = None
 
     @property
     def ok(self) -> bool:
