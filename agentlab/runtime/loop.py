@@ -36,6 +36,7 @@ from ..errors import AgentError, ConfigError
 from ..executor import ToolExecutor
 from ..messages import MessageManager
 from ..models import DEFAULT_MODEL, require_prices
+from ..redaction import client_api_key, redact, register_secret
 from .approval import ApprovalExecutor, ApprovalSteps
 from .cost import CostSteps
 from .context import HOOK_EVENTS, LAST_RUN_KEY, STREAM_EVENTS, RunContext
@@ -259,7 +260,9 @@ class AgentRuntime(TurnSteps, ApprovalSteps, CostSteps):
 
     def _save_last_run(self, ctx: RunContext, result: AgentResult) -> None:
         if self.state is not None:  # opt-in: keep the last result in the state store
-            try:
-                self.state.save(LAST_RUN_KEY, result.to_dict())
+            try:  # never the API key (a 401 body may echo it): agentlab.redaction
+                key = client_api_key(self.llm)
+                register_secret(key)
+                self.state.save(LAST_RUN_KEY, redact(result.to_dict(), [key] if key else []))
             except Exception as exc:
                 ctx.add_error(AgentError("state_save_failed", str(exc)))
