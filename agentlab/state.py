@@ -13,14 +13,25 @@ Three stores with one interface — ``save(key, value)``, ``load(key, default=No
   thread-safe (one connection behind a lock). The file is created by the first write.
 - ``MemoryStateStore()``: a dict, for tests and notebooks; same checks, same copies.
 
-What every store refuses, with a ``StateError``:
+What every store refuses, with a ``StateError`` (the same rules on every store, so a key that
+works in memory works in a folder on Windows too):
 
-- keys that could escape the store or are not portable file names (``invalid_key``): empty,
-  ``..`` or any leading ``.``, ``/`` or ``\\`` (so no absolute paths), ``:``, control
-  characters, trailing space or dot, Windows device names, more than 200 characters;
+- keys that could escape the store or are not portable file names (``invalid_key``), the
+  rules of ``agentlab.atomic.portable_name_problem``: empty; more than 200 bytes of UTF-8;
+  a lone surrogate; a control character or one of ``/ \\ : * ? " < > |``; a leading ``.``;
+  a trailing space or dot; a Windows device name (``CON``, ``PRN``, ``AUX``, ``NUL``,
+  ``CONIN$``, ``CONOUT$``, ``COM0``-``COM9``, ``LPT0``-``LPT9``, with any extension);
 - values that are not plain JSON (``not_serializable``): the error names the key, the path
   inside the value and its type. Nothing is silently turned into ``str()``. Tuples are stored
-  as lists (JSON has no tuples).
+  as lists (JSON has no tuples). Also refused: values nested deeper than Python can walk, ints
+  of more than 4,300 digits, text with lone surrogates (not encodable as UTF-8);
+- a write the database refuses (``state_write_failed``), including ``database is locked``
+  after the busy timeout: several processes creating one new SQLite store at once are
+  retried, not failed.
+
+Secrets never reach the store (``agentlab.redaction``): before a value is written, values
+under credential-named keys, key-shaped tokens and registered secrets are masked. Set
+``store.redacts = False`` for a store that must keep values verbatim.
 
 A stored value that cannot be parsed any more raises ``StateError(code="state_corrupt")``
 naming the file; a write the file system refuses raises ``StateError(code="state_write_failed")``
@@ -32,23 +43,22 @@ from __future__ import annotations
 import json
 import math
 import os
-import re
 import sqlite3
+import sys
 import threading
 import time
 from pathlib import Path
 from typing import Any
 
-from .atomic import atomic_write, fsync_dir
+from .atomic import MAX_NAME_BYTES, atomic_write, fsync_dir, portable_name_problem, sweep_orphans
 from .errors import StateError
+from .redaction import redact
 
 __all__ = ["StateStore", "SQLiteStateStore", "MemoryStateStore", "BaseStateStore",
            "validate_key", "to_json", "atomic_write", "fsync_dir", "MAX_KEY_LENGTH"]
 
-MAX_KEY_LENGTH = 200
-_FORBIDDEN = re.compile(r'[/\\:\x00-\x1f\x7f]')
-_WINDOWS_DEVICES = {"con", "prn", "aux", "nul", *(f"com{i}" for i in range(1, 10)),
-                    *(f"lpt{i}" for i in range(1, 10))}
+#: Longest key, in bytes of UTF-8 (``agentlab.atomic.MAX_NAME_BYTES``).
+MAX_KEY_LENGTH = MAX_NAME_BYTES
 
 
 def validate_key(key: Any) -> str:
@@ -56,22 +66,9 @@ def validate_key(key: Any) -> str:
     def bad(why: str) -> StateError:
         return StateError("invalid_key", f"state key {key!r} refused: {why}. Use letters, digits, "
                           "'-', '_' and inner dots, e.g. 'run_42.summary'.", details={"key": repr(key)})
-    if not isinstance(key, str):
-        raise bad(f"keys are strings, not {type(key).__name__}")
-    if not key:
-        raise bad("it is empty")
-    if len(key) > MAX_KEY_LENGTH:
-        raise bad(f"it is longer than {MAX_KEY_LENGTH} characters")
-    match = _FORBIDDEN.search(key)
-    if match:
-        raise bad(f"it contains {match.group()!r} (path separators, ':' and control characters "
-                  "could leave the store directory)")
-    if key.startswith("."):
-        raise bad("it starts with '.' ('..' leaves the directory; dot-files are the store's own)")
-    if key.endswith((" ", ".")):
-        raise bad("it ends with a space or a dot (Windows drops those, two keys would collide)")
-    if key.split(".")[0].lower() in _WINDOWS_DEVICES:
-        raise bad("it is a Windows device name")
+    problem = portable_name_problem(key)
+    if problem:
+        raise bad(problem)
     return key
 
 
@@ -104,25 +101,39 @@ def _find_non_json(value: Any, path: str, active: set[int]) -> tuple[str, str] |
     return (path, f"type {type(value).__name__}")
 
 
-def to_json(key: str, value: Any) -> str:
-    """Serialise ``value`` for ``key``, or raise ``StateError(code="not_serializable")``."""
-    found = _find_non_json(value, "value", set())
-    if found:
-        where, what = found
-        raise StateError("not_serializable",
-                         f"cannot save key {key!r}: {where} is {what}. Store plain JSON (dict, list, "
-                         "str, int, float, bool, None); convert other objects first.",
-                         details={"key": key, "path": where, "reason": what})
-    return json.dumps(value, ensure_ascii=False, indent=2, allow_nan=False)
+def to_json(key: str, value: Any, scrub: bool = False) -> str:
+    """Serialise ``value`` for ``key`` (secrets masked when ``scrub``), or raise
+    ``StateError(code="not_serializable")``."""
+    def refuse(where: str, what: str) -> StateError:
+        return StateError("not_serializable",
+                          f"cannot save key {key!r}: {where} is {what}. Store plain JSON (dict, "
+                          "list, str, int, float, bool, None); convert other objects first.",
+                          details={"key": key, "path": where, "reason": what})
+    try:
+        found = _find_non_json(value, "value", set())
+        if found:
+            raise refuse(*found)
+        text = json.dumps(redact(value) if scrub else value, ensure_ascii=False, indent=2, allow_nan=False)
+        text.encode("utf-8")  # a lone surrogate cannot be written as UTF-8
+    except RecursionError:
+        raise refuse("value", f"nested deeper than {sys.getrecursionlimit()} levels") from None
+    except UnicodeEncodeError as exc:
+        raise refuse("value", f"text with a lone surrogate ({exc.object[exc.start:exc.end]!r})") from None
+    except ValueError as exc:  # an int beyond the 4,300-digit conversion limit
+        raise refuse("value", f"not convertible to JSON ({exc})") from None
+    return text
 
 
 class BaseStateStore:
     """The shared contract; subclasses implement ``_write _read _delete _delete_all _keys``."""
 
+    #: Mask secrets before writing (``agentlab.redaction``); see the module docstring.
+    redacts = True
+
     def save(self, key: str, value: Any) -> None:
-        """Store ``value`` (plain JSON) under ``key``, atomically."""
+        """Store ``value`` (plain JSON, secrets masked) under ``key``, atomically."""
         validate_key(key)
-        self._write(key, to_json(key, value))
+        self._write(key, to_json(key, value, scrub=self.redacts))
 
     def load(self, key: str, default: Any = None) -> Any:
         """A fresh copy of the value under ``key``, or ``default`` when there is none."""
@@ -175,6 +186,8 @@ class StateStore(BaseStateStore):
 
     def __init__(self, store_dir: str | os.PathLike = ".agent_state") -> None:
         self.dir = Path(store_dir)
+        if self.dir.is_dir():  # temp files of writers killed mid-write (kill -9)
+            sweep_orphans(self.dir)
 
     def path_for(self, key: str) -> Path:
         """The file that holds ``key`` (validated first: it is always inside ``self.dir``)."""
@@ -246,47 +259,67 @@ class SQLiteStateStore(BaseStateStore):
                 Path(self.path).parent.mkdir(parents=True, exist_ok=True)
             conn = sqlite3.connect(self.path, timeout=self.timeout, isolation_level=None,
                                    check_same_thread=False)
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute("PRAGMA synchronous=FULL")
-            conn.execute("CREATE TABLE IF NOT EXISTS state (key TEXT PRIMARY KEY, "
-                         "value TEXT NOT NULL, updated_at REAL NOT NULL)")
+            try:  # several processes setting up one new file: "locked" at once, busy timeout or not
+                self._retry(lambda: conn.execute("PRAGMA journal_mode=WAL"))
+                conn.execute("PRAGMA synchronous=FULL")
+                self._retry(lambda: conn.execute(
+                    "CREATE TABLE IF NOT EXISTS state (key TEXT PRIMARY KEY, "
+                    "value TEXT NOT NULL, updated_at REAL NOT NULL)"))
+            except BaseException:
+                conn.close()
+                raise
             self._conn = conn
         return self._conn
 
-    def _write(self, key: str, text: str) -> None:
+    def _retry(self, step: Any) -> Any:
+        """Run ``step()``, retrying "database is locked/busy" for up to ``timeout`` seconds."""
+        deadline = time.monotonic() + self.timeout
+        while True:
+            try:
+                return step()
+            except sqlite3.OperationalError as exc:
+                text = str(exc)
+                if ("locked" not in text and "busy" not in text) or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.01)
+
+    def _execute(self, sql: str, params: tuple = (), *, create: bool = False,
+                 key: str | None = None) -> list | None:
+        """One statement under the lock; ``None`` when the file does not exist (and not ``create``).
+
+        Every ``sqlite3`` failure becomes a ``StateError`` (``state_write_failed`` for writes,
+        ``state_corrupt`` for reads) naming the database file."""
         with self._lock:
-            conn = self._connection(create=True)
-            with conn:  # one transaction: committed whole or rolled back
-                conn.execute("INSERT INTO state (key, value, updated_at) VALUES (?, ?, ?) "
-                             "ON CONFLICT(key) DO UPDATE SET value=excluded.value, "
-                             "updated_at=excluded.updated_at", (key, text, time.time()))
+            try:
+                conn = self._connection(create=create)
+                if conn is None:
+                    return None
+                return self._retry(lambda: conn.execute(sql, params).fetchall())
+            except sqlite3.Error as exc:
+                code = "state_write_failed" if create else "state_corrupt"
+                raise StateError(code, f"the SQLite state store {self.path} failed: "
+                                 f"{type(exc).__name__}: {exc}",
+                                 details={"key": key, "file": self.path}) from exc
+
+    def _write(self, key: str, text: str) -> None:
+        # one statement in autocommit mode: committed whole, or not at all
+        self._execute("INSERT INTO state (key, value, updated_at) VALUES (?, ?, ?) "
+                      "ON CONFLICT(key) DO UPDATE SET value=excluded.value, "
+                      "updated_at=excluded.updated_at", (key, text, time.time()), create=True,
+                      key=key)
 
     def _read(self, key: str) -> str | None:
-        with self._lock:
-            conn = self._connection(create=False)
-            if conn is None:
-                return None
-            row = conn.execute("SELECT value FROM state WHERE key = ?", (key,)).fetchone()
-            return None if row is None else row[0]
+        rows = self._execute("SELECT value FROM state WHERE key = ?", (key,), key=key)
+        return rows[0][0] if rows else None
 
     def _delete(self, key: str) -> None:
-        with self._lock:
-            conn = self._connection(create=False)
-            if conn is not None:
-                with conn:
-                    conn.execute("DELETE FROM state WHERE key = ?", (key,))
+        self._execute("DELETE FROM state WHERE key = ?", (key,), key=key)
 
     def _delete_all(self) -> None:
-        with self._lock:
-            conn = self._connection(create=False)
-            if conn is not None:
-                with conn:
-                    conn.execute("DELETE FROM state")
+        self._execute("DELETE FROM state")
 
     def _keys(self) -> list[str]:
-        with self._lock:
-            conn = self._connection(create=False)
-            return [] if conn is None else [r[0] for r in conn.execute("SELECT key FROM state")]
+        return [r[0] for r in self._execute("SELECT key FROM state") or ()]
 
     def _where(self, key: str) -> str:
         return f"row {key!r} of the SQLite store"

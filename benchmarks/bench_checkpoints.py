@@ -1,6 +1,6 @@
 """Checkpoint save/load cost against history length, and the observer's cost per turn.
 
-    python benchmarks/bench_checkpoints.py
+    python benchmarks/bench_checkpoints.py [--turns 2000]
 
 Part 1: one checkpoint of a history of 10, 100, 1000 messages (a research-agent mix of user,
 assistant tool_calls, tool results of ~600 characters and answers), saved and loaded with the
@@ -13,9 +13,15 @@ agentlab vs the article-style observer, and the cost of the report and exports a
 Part 4: the same inside ``AgentRuntime``: time per turn of a 20-turn run on the simulator (no
 simulated latency, so the runtime's own work shows) without and with ``observer=``, and with
 ``checkpoints=`` on each backend (every tool result logged durably, a checkpoint every 3 turns).
+Part 5 (issue 13): one long run of ``--turns`` turns (2,000 by default) per setup, the cost of
+each turn from one ``turn_end`` to the next: the mean of the first 100 and of the last 100
+turns and their ratio. Setups: no checkpoints; the article-style manager saving every 3 turns
+from a hook; agentlab's JSON and SQLite backends. A flat ratio (about 1) means the cost of a
+turn does not grow with the run.
 """
 from __future__ import annotations
 
+import argparse
 import random
 import statistics
 import tempfile
@@ -25,6 +31,7 @@ from pathlib import Path
 
 from agentlab import sim
 from agentlab.checkpoints import CheckpointManager
+from agentlab.messages import MessageManager
 from agentlab.naive.checkpoints import NaiveCheckpointManager
 from agentlab.naive.observe import NaiveObserver
 from agentlab.observe import AgentObserver
@@ -177,12 +184,83 @@ def bench_runtime_turns(folder: Path, turns: int = 20, repeat: int = 5) -> dict[
     return out
 
 
-def main() -> None:
+#: The long run's context budget: the history is compressed to fit, as in any long run, so
+#: what is left to grow with the run is what checkpointing keeps (the tool log, the call list).
+CONTEXT_TOKENS = 4000
+
+
+def long_run(folder: Path, turns: int, setup: str) -> list[float]:
+    """ms of each turn of one ``turns``-turn run (``turn_end`` to ``turn_end``)."""
+    reg = ToolRegistry()
+
+    @reg.tool()
+    def lookup(key: str) -> str:
+        """Look a key up.
+
+        Args:
+            key: what to look up.
+        """
+        return f"value of {key}: " + " ".join(WORDS[:20])
+
+    asked = iter(range(turns))  # the history is compressed: a Script could not count turns
+
+    def policy(messages, tools):
+        i = next(asked)
+        return sim.call("lookup", {"key": f"k{i}"}) if i < turns - 1 else sim.text("done")
+    extra = {}
+    if setup in ("json", "sqlite"):
+        extra["checkpoints"] = CheckpointManager(folder / f"long-{setup}",
+                                                 store="sqlite" if setup == "sqlite" else None)
+    llm = sim.Simulator(sim.Function(policy)).llm()
+    window = MessageManager("You look keys up.", model=llm.model, max_tokens=CONTEXT_TOKENS)
+    rt = AgentRuntime(llm, reg, config=RuntimeConfig(max_turns=turns + 1), messages=window,
+                      **extra)
+    if setup == "article":  # the article's manager, saving every 3 turns from a hook
+        naive = NaiveCheckpointManager(str(folder / "long-article"))
+        rt.on("turn_end", lambda e: naive.should_save(e["turn"]) and naive.save(
+            e["turn"], rt.messages.get_messages(), {}, rt.context.tool_calls_made))
+    stamps: list[float] = []
+    rt.on("turn_end", lambda e: stamps.append(time.perf_counter()))
+    t0 = time.perf_counter()
+    result = rt.run("look up the keys")
+    assert result.ok, result.errors
+    marks = [t0, *stamps]
+    return [(b - a) * 1000.0 for a, b in zip(marks, marks[1:])]
+
+
+def bench_long_runs(folder: Path, turns: int) -> list[tuple[str, float, float, float]]:
+    rows = []
+    window = max(1, min(100, turns // 4))
+    for setup in ("none", "article", "json", "sqlite"):
+        times = long_run(folder, turns, setup)
+        first, last = statistics.mean(times[:window]), statistics.mean(times[-window:])
+        rows.append((setup, first, last, last / first))
+    return rows
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--turns", type=int, default=2000, help="turns of the long run (part 5)")
+    ap.add_argument("--only-long", action="store_true", help="run part 5 only")
+    args = ap.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
-        rows = bench_save_load(folder)
-        list_naive, list_ours = bench_listing(folder)
-        per_turn = bench_runtime_turns(folder)
+        long_rows = bench_long_runs(folder, args.turns)
+        if not args.only_long:
+            rows = bench_save_load(folder)
+            list_naive, list_ours = bench_listing(folder)
+            per_turn = bench_runtime_turns(folder)
+    window = max(1, min(100, args.turns // 4))
+    print(f"One {args.turns}-turn run per setup: ms per turn, first {window} vs last {window} turns")
+    print(f"  {'setup':<28} {'first':>8} {'last':>8} {'last/first':>10}")
+    names = {"none": "no checkpoints", "article": "article manager (every 3)",
+             "json": "agentlab JSON", "sqlite": "agentlab SQLite"}
+    for setup, first, last, ratio in long_rows:
+        print(f"  {names[setup]:<28} {first:>8.2f} {last:>8.2f} {ratio:>9.2f}x")
+    print("  (target: agentlab's last turns within 1.5x of its first ones)")
+    if args.only_long:
+        return
+    print()
     obs = bench_observer()
 
     print("Checkpoint save/load vs history length (median; store keeps 10 checkpoints)")

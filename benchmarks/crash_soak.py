@@ -1,6 +1,6 @@
 """Crash soak: agent runs killed at random points in child processes and resumed in new ones.
 
-    python benchmarks/crash_soak.py [--runs 50] [--seed 0]
+    python benchmarks/crash_soak.py [--runs 50] [--seed 0]    (e.g. --runs 500)
 
 Each run is a 6-step job on the simulator (``AgentRuntime`` with a ``CheckpointManager``; the
 steps one per turn, or steps 1-3 as one parallel batch), with a seeded random store (JSON or
@@ -19,7 +19,14 @@ and resumes with ``run(task, resume_from="latest")`` until the run finishes. Che
 - every run finishes, with the run_id it started with, and the same token total as a run that
   was never killed (the budget is carried across processes);
 - no step whose result had been recorded ran again (the step itself asks the durable log);
-- each step's side effect happened exactly once (the tool's guard on its idempotency key).
+- each step's side effect happened exactly once (the tool's guard on its idempotency key);
+- no temp file of a killed writer is left in the checkpoint folder once the run finished
+  (they are swept when a store is opened).
+
+Each run works in its own folder (``run-0000``, ``run-0001``, ...; the two uninterrupted
+baselines in ``baseline-serial`` and ``baseline-parallel``), a progress bar (``tqdm``) shows
+the runs, and the last line is the verdict, e.g.
+``crash_soak: 500/500 finished, 0 completed steps re-executed``.
 """
 from __future__ import annotations
 
@@ -35,6 +42,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
+from tqdm import tqdm
 
 from agentlab import sim
 from agentlab.checkpoints.store import JSONBackend, SQLiteBackend
@@ -172,8 +180,8 @@ def _plan(rng: random.Random) -> dict:
             "shape": rng.choice(["serial", "parallel"]), "kills": kills}
 
 
-def soak_run(root: Path, i: int, cfg: dict, ctx) -> dict:
-    workdir = root / f"run{i:02d}"
+def soak_run(root: Path, name: str, cfg: dict, ctx) -> dict:
+    workdir = root / name  # one folder per run: names never collide, whatever --runs is
     workdir.mkdir()
     attempts, kills = 0, Counter()
     while attempts < 6:
@@ -194,15 +202,11 @@ def soak_run(root: Path, i: int, cfg: dict, ctx) -> dict:
              (workdir / "executions.log").read_text().splitlines()]
     effects = Counter(int(line.split()[0]) for line in
                       (workdir / "effects.log").read_text().splitlines())
+    orphans = len(list((workdir / "cp").glob(".*.tmp")))
     return {"ok": out["state"] == "finished" and runs == {out["run_id"]}, "out": out,
             "attempts": attempts, "kills": kills, "executions": len(execs),
-            "reexecuted_done": sum(done for _, done in execs),
+            "reexecuted_done": sum(done for _, done in execs), "orphans": orphans,
             "effects_ok": effects == Counter(range(1, 7)), "why": ""}
-
-
-def bar(done: int, total: int, width: int = 30) -> str:
-    full = round(width * done / total)
-    return f"[{'#' * full}{'.' * (width - full)}] {done:>3}/{total}"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -218,23 +222,24 @@ def main(argv: list[str] | None = None) -> int:
     plans = [_plan(rng) for _ in range(args.runs)]
     root = Path(tempfile.mkdtemp(prefix="agentlab-soak-"))
     t0 = time.perf_counter()
+    results = []
     try:
-        base = soak_run(root, 99, {"store": "json", "interval": 3, "shape": "serial", "kills": []}, ctx)
-        baseline = {s: base["out"]["tokens"] for s in ("serial",)}
-        par = soak_run(root, 98, {"store": "json", "interval": 3, "shape": "parallel", "kills": []}, ctx)
+        base = soak_run(root, "baseline-serial", {"store": "json", "interval": 3, "shape": "serial",
+                                                  "kills": []}, ctx)
+        baseline = {"serial": base["out"]["tokens"]}
+        par = soak_run(root, "baseline-parallel", {"store": "json", "interval": 3,
+                                                   "shape": "parallel", "kills": []}, ctx)
         baseline["parallel"] = par["out"]["tokens"]
-        results = []
-        for i, cfg in enumerate(plans):
-            res = soak_run(root, i, cfg, ctx)
-            res["tokens_ok"] = res.get("out", {}).get("tokens") == baseline[cfg["shape"]]
-            results.append(res)
-            tail = f"  kills {sum(sum(r['kills'].values()) for r in results):>3}" \
-                   f"  re-executed {sum(r.get('reexecuted_done', 0) for r in results)}"
-            last = i + 1 == len(plans)
-            if sys.stdout.isatty():  # one line, redrawn
-                print(f"\r{bar(i + 1, len(plans))}{tail}", end="\n" if last else "", flush=True)
-            elif (i + 1) % 10 == 0 or last:  # a log: one line every 10 runs
-                print(f"{bar(i + 1, len(plans))}{tail}", flush=True)
+        with tqdm(total=len(plans), unit="run", desc="crash_soak", file=sys.stdout,
+                  mininterval=0.5 if sys.stdout.isatty() else 10.0) as progress:
+            for i, cfg in enumerate(plans):
+                res = soak_run(root, f"run-{i:04d}", cfg, ctx)
+                res["tokens_ok"] = res.get("out", {}).get("tokens") == baseline[cfg["shape"]]
+                results.append(res)
+                progress.set_postfix(kills=sum(sum(r["kills"].values()) for r in results),
+                                     reexecuted=sum(r.get("reexecuted_done", 0) for r in results),
+                                     refresh=False)
+                progress.update()
     finally:
         shutil.rmtree(root, ignore_errors=True)
     wall = time.perf_counter() - t0
@@ -251,12 +256,16 @@ def main(argv: list[str] | None = None) -> int:
     print(f"  completed steps re-executed             {sum(r.get('reexecuted_done', 0) for r in results)}")
     print(f"  runs with each side effect exactly once {sum(r.get('effects_ok', False) for r in results)}/{len(results)}")
     print(f"  runs with the uninterrupted token total {sum(r['tokens_ok'] for r in results)}/{len(results)}")
+    orphans = sum(r.get("orphans", 0) for r in results)
+    print(f"  temp files left by killed writers       {orphans}")
     bad = [(i, r["why"]) for i, r in enumerate(results) if not r["ok"]]
     for i, why in bad:
         print(f"  run {i}: NOT finished: {why} {plans[i]}")
+    reexecuted = sum(r.get("reexecuted_done", 0) for r in results)
     ok = (not bad and all(r["effects_ok"] and r["tokens_ok"] for r in results)
-          and sum(r["reexecuted_done"] for r in results) == 0)
-    print("PASS" if ok else "FAIL")
+          and reexecuted == 0 and orphans == 0)
+    print(f"crash_soak: {finished}/{len(results)} finished, {reexecuted} completed steps "
+          f"re-executed, {orphans} temp files left: {'PASS' if ok else 'FAIL'}")
     return 0 if ok else 1
 
 

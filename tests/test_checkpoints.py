@@ -77,15 +77,30 @@ def test_retention_counts_checkpoints_of_other_processes(tmp_path, store):
     cm.save(2, MSGS, {}, [])
     out = run_py(f"""
         from agentlab.checkpoints import CheckpointManager
-        cm = CheckpointManager("cp", max_checkpoints=3, store={store!r}, run_id="b")
-        print([cm.save(t, [], {{}}, []) for t in (1, 2, 3)][-1])
+        cm = CheckpointManager("cp", max_checkpoints=3, store={store!r}, run_id="a")
+        print([cm.save(t, [], {{}}, []) for t in (3, 4, 5)][-1])
     """, tmp_path)
     assert out.returncode == 0, out.stderr
     listed = cm.list_checkpoints()
-    assert len(listed) == 3 and {c["run_id"] for c in listed} == {"b"}
+    assert [c["turn"] for c in listed] == [3, 4, 5]  # the same run, saved by another process
     assert cm.load().id == out.stdout.strip()
-    cm.save(4, MSGS, {}, [])  # the next save in this process prunes on disk too
-    assert [c["run_id"] for c in cm.list_checkpoints()] == ["b", "b", "a"]
+    cm.save(6, MSGS, {}, [])  # the next save in this process prunes on disk too
+    assert [c["turn"] for c in cm.list_checkpoints()] == [4, 5, 6]
+
+
+def test_retention_never_deletes_another_runs_checkpoints(tmp_path, store):
+    crashed = CheckpointManager(tmp_path / "cp", max_checkpoints=5, store=store, run_id="A")
+    for t in (1, 2, 3):  # run A crashed after three checkpoints
+        crashed.save(t, MSGS, {}, [])
+    crashed.record_tool_result("A", "call_1", "f", "one", True)
+    other = CheckpointManager(tmp_path / "cp", max_checkpoints=5, store=store, run_id="B")
+    for t in range(1, 8):  # run B: seven turns, a checkpoint each
+        other.save(t, MSGS, {}, [])
+    runs = [c["run_id"] for c in other.list_checkpoints()]
+    assert runs.count("A") == 3 and runs.count("B") == 5
+    assert crashed.load(crashed.list_checkpoints("A")[-1]["id"]).turn == 3  # A can resume
+    assert other.delete_run("A") == 3  # a run goes with its tool-result log
+    assert CheckpointManager(tmp_path / "cp", store=store).completed_tool_calls("A") == {}
 
 
 def _rewrite_json(cm, cid, edit):
@@ -376,3 +391,106 @@ def test_a_loop_killed_at_step_4_resumes_without_rerunning_finished_steps(tmp_pa
     assert resumed.returncode == 0, resumed.stderr
     assert resumed.stdout.split() == ["toy", "2"]  # same run, next revision
     assert (tmp_path / "effects.log").read_text().split() == ["1", "2", "3", "4", "5", "6"]
+
+
+# ------------------------------------------------------------------ hostile input (issue 13)
+def _append_log_line(cm, store, run_id, line):
+    if store == "json":
+        path = cm.checkpoint_dir / "tool_results" / f"{run_id}.jsonl"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "a") as fh:
+            fh.write(line + "\n")
+    elif store.startswith("redis://"):  # a record written by hand next to the real ones
+        client, key = cm.backend.target.client, cm.backend.target.key
+        client.hset(key("toollog", run_id), f"c{len(line)}", line)
+        client.rpush(key("toolorder", run_id), f"c{len(line)}")
+    else:  # a row edited by hand: success not a flag, arguments not JSON
+        with sqlite3.connect(cm.backend.path) as con:
+            con.execute("INSERT INTO tool_results VALUES (?,?,?,?,?,?,?,?,?)",
+                        (run_id, f"c{len(line)}", "f", line, "yes", None, "{not json", None, "now"))
+
+
+@pytest.mark.parametrize("line", ['["a list"]', '{"tool_call_id": "c2"}',
+                                  '{"tool_call_id": "c3", "name": "f", "result": 5}'])
+def test_tool_log_records_of_the_wrong_shape_are_checkpoint_errors(tmp_path, store, line):
+    cm = CheckpointManager(tmp_path / "cp", store=store)
+    cm.record_tool_result("r", "c1", "f", "one", True)
+    _append_log_line(cm, store, "r", line)
+    fresh = CheckpointManager(tmp_path / "cp", store=store)
+    with pytest.raises(CheckpointError) as err:
+        fresh.completed_tool_calls("r")
+    assert err.value.code == "checkpoint_corrupt" and "tool-result log" in err.value.message
+
+
+def test_load_latest_survives_another_process_pruning_it(tmp_path, monkeypatch):
+    reader = CheckpointManager(tmp_path / "cp", max_checkpoints=1, run_id="r")
+    reader.save(1, MSGS, {}, [])
+    writer = CheckpointManager(tmp_path / "cp", max_checkpoints=1, run_id="r")
+    read_bytes, raced = Path.read_bytes, []
+
+    def prune_first(path):  # between listing and reading, the writer saves and prunes
+        if not raced:
+            raced.append(path)
+            writer.save(2, MSGS, {}, [])
+        return read_bytes(path)
+    monkeypatch.setattr(Path, "read_bytes", prune_first)
+    assert reader.load("latest").turn == 2 and raced
+
+
+@pytest.mark.parametrize("messages, problem", [
+    ([{"role": "wizard", "content": "x"}], "role 'wizard'"),
+    (["just text"], "not a message object"),
+    ([{"role": "user", "content": {"a": 1}}], "content is a dict"),
+    ([{"role": "user", "content": "q"}, {"role": "tool", "tool_call_id": "c9", "content": "r"}],
+     "pairing"),
+    ([{"role": "assistant", "tool_calls": [{"id": "c1"}]}], "function name"),
+])
+def test_load_refuses_messages_that_are_not_a_conversation(tmp_path, store, messages, problem):
+    cm = CheckpointManager(tmp_path / "cp", store=store)
+    cid = cm.save(1, MSGS, {}, [])
+    _rewrite(store)(cm, cid, lambda text: text.replace(json.dumps(MSGS, separators=(",", ":")),
+                                               json.dumps(messages, separators=(",", ":"))))
+    with pytest.raises(CheckpointError) as err:
+        cm.load(cid)
+    assert err.value.code == "checkpoint_corrupt" and problem in err.value.message
+
+
+@pytest.mark.parametrize("run_id", ["CON", "nul.log", "COM1", "run.", "a" * 129])
+def test_run_ids_that_are_not_portable_file_names_are_refused(tmp_path, run_id):
+    with pytest.raises(CheckpointError) as err:
+        CheckpointManager(tmp_path / "cp", run_id=run_id)
+    assert err.value.code == "invalid_key"
+
+
+def test_temp_files_of_a_killed_writer_are_swept_when_the_store_opens(tmp_path):
+    CheckpointManager(tmp_path / "cp").save(1, MSGS, {}, [])
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True).stdout.strip()
+    orphans = [tmp_path / "cp" / f".00000002-x.json.{dead}{s}.tmp" for s in ("", ".0badf00d")]
+    for orphan in orphans:
+        orphan.write_text('{"half')
+    CheckpointManager(tmp_path / "cp")
+    assert not any(o.exists() for o in orphans)
+
+
+def test_values_no_checkpoint_can_hold_are_not_serializable_errors(tmp_path, store):
+    cm = CheckpointManager(tmp_path / "cp", store=store)
+    deep: list = []
+    for _ in range(5000):
+        deep = [deep]
+    for state in ({"deep": deep}, {"big": 10 ** 5000}, {"text": "lone \udc00"}):
+        with pytest.raises(CheckpointError) as err:
+            cm.save(1, MSGS, state, [])
+        assert err.value.code == "not_serializable"
+    assert cm.list_checkpoints() == []
+
+
+def test_tool_log_arguments_and_results_are_redacted_on_every_backend(tmp_path, store):
+    key = "vllm-" + "8f3a" * 9  # no well-known shape: masked because it is registered
+    cm = CheckpointManager(tmp_path / "cp", store=store, redact_values=[key])
+    cm.record_tool_result("r", "c1", "fetch", f"used {key}", True,
+                          arguments={"headers": {"x-key": key}, "q": "gsk_" + "z" * 24})
+    raw = b"".join(p.read_bytes() for p in tmp_path.rglob("*") if p.is_file())
+    assert key.encode() not in raw and b"gsk_zzzz" not in raw
+    rec = cm.get_tool_result("r", "c1")
+    assert rec["arguments"] == {"headers": {"x-key": "[REDACTED]"}, "q": "gsk_[REDACTED]"}

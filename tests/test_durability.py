@@ -3,6 +3,8 @@ with the same run_id and without running finished steps again; refusals are loud
 run with an observer yields nested spans, a cost, Prometheus text and an OpenTelemetry export."""
 from __future__ import annotations
 
+import importlib.util
+import json
 import os
 import subprocess
 import sys
@@ -479,3 +481,69 @@ def test_extension_events_land_on_the_observer_of_their_own_run(tmp_path):
                 if e["name"] == "checkpoint_saved"]  # run span: start, completed; turn: interval
     assert sorted(in_spans) == ["completed", "interval", "start"]
 
+
+
+# ------------------------------------------------------------------ issue 13
+def _edit_latest(cm: CheckpointManager, edit) -> None:
+    path = cm.backend.path(cm.load().id)
+    doc = json.loads(path.read_text())
+    edit(doc)
+    path.write_text(json.dumps(doc))
+
+
+@pytest.mark.parametrize("field, value", [("tools", 5), ("tools", [1, 2]), ("task", 42),
+                                          ("usage", "many"), ("elapsed_s", "long")])
+def test_hand_edited_metadata_of_the_wrong_type_is_a_checkpoint_error(tmp_path, field, value):
+    cm = CheckpointManager(tmp_path / "cp", auto_save_interval=1)
+    AgentRuntime(steps_llm(), counting_registry(Counter()), config=RuntimeConfig(max_turns=2),
+                 checkpoints=cm).run(TASK)
+    _edit_latest(cm, lambda doc: doc["metadata"].__setitem__(field, value))
+    rt = AgentRuntime(steps_llm(), counting_registry(Counter()), checkpoints=cm)
+    with pytest.raises(CheckpointError) as err:
+        rt.run(TASK, resume_from="latest")
+    assert err.value.code == "checkpoint_corrupt" and field in err.value.message
+
+
+def test_a_task_with_a_key_in_it_resumes_after_redaction(tmp_path):
+    task = "use the key sk-" + "T0k" * 8 + " and ask-simon to run the 6 steps"
+    cm = CheckpointManager(tmp_path / "cp", auto_save_interval=1)
+    first = AgentRuntime(steps_llm(), counting_registry(Counter()),
+                         config=RuntimeConfig(max_turns=3), checkpoints=cm).run(task)
+    saved = cm.load().metadata["task"]
+    assert "T0kT0k" not in saved and "ask-simon" in saved  # the sim key "sk-sim" mangles nothing
+    again = AgentRuntime(steps_llm(), counting_registry(Counter()), checkpoints=cm)
+    result = again.run(task, resume_from="latest")
+    assert (result.state, result.run_id) == (RunState.FINISHED, first.run_id)
+    with pytest.raises(CheckpointError) as err:  # another task is still refused
+        AgentRuntime(steps_llm(), counting_registry(Counter()), checkpoints=cm).run(
+            "another task", resume_from=cm.list_checkpoints()[-2]["id"])
+    assert err.value.code == "checkpoint_incompatible"
+
+
+def test_resuming_with_a_changed_system_prompt_replaces_it(tmp_path):
+    cm = CheckpointManager(tmp_path / "cp", auto_save_interval=1)
+    AgentRuntime(steps_llm(), counting_registry(Counter()), "old prompt",
+                 config=RuntimeConfig(max_turns=2), checkpoints=cm).run(TASK)
+    rt = AgentRuntime(steps_llm(), counting_registry(Counter()), "new prompt", checkpoints=cm)
+    assert rt.run(TASK, resume_from="latest").ok
+    systems = [m["content"] for m in rt.messages.get_messages() if m["role"] == "system"]
+    assert systems == ["new prompt"]
+
+
+def test_crash_soak_gives_every_run_its_own_folder_past_98_runs(tmp_path, monkeypatch, capsys):
+    spec = importlib.util.spec_from_file_location("crash_soak", ROOT / "benchmarks" / "crash_soak.py")
+    soak = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(soak)
+    made: list[str] = []
+
+    def folder_only(root, name, cfg, ctx):  # the folder a run gets, without its processes
+        (root / name).mkdir()  # raises FileExistsError on a collision
+        made.append(name)
+        return {"ok": True, "out": {"tokens": 1}, "attempts": 1, "kills": Counter(),
+                "executions": 6, "reexecuted_done": 0, "orphans": 0, "effects_ok": True, "why": ""}
+    monkeypatch.setattr(soak, "soak_run", folder_only)
+    monkeypatch.setattr(soak.tempfile, "mkdtemp", lambda prefix: str(tmp_path))
+    assert soak.main(["--runs", "120"]) == 0
+    assert len(set(made)) == 122  # 120 runs and the two baselines
+    assert capsys.readouterr().out.rstrip().endswith(
+        "crash_soak: 120/120 finished, 0 completed steps re-executed, 0 temp files left: PASS")

@@ -117,3 +117,28 @@ def test_bad_tenant_names_and_passwords_are_refused(redis_server):
         RedisStateStore(redis_server.url, tenant="../x")
     assert tenant_url("redis://127.0.0.1:1/0", "acme", "p@ss/word") == \
         "redis://acme:p%40ss%2Fword@127.0.0.1:1/0"
+
+
+def _record(call_id: str) -> dict:
+    return {"run_id": "r", "tool_call_id": call_id, "name": "f", "result": call_id,
+            "success": True, "error_code": None, "arguments": {"q": call_id}, "turn": 1,
+            "recorded_at": "2026-12-01T00:00:00+00:00"}
+
+
+def test_the_tool_log_is_read_incrementally_and_a_replaced_log_is_noticed(redis_url):
+    log = RedisCheckpointBackend(redis_url)
+    assert log.tool_results_since("r", None) == ([], ("", 0))
+    assert log.record_tool_result(_record("c1")) and log.record_tool_result(_record("c2"))
+    records, cursor = log.tool_results_since("r", None)
+    assert [r["tool_call_id"] for r in records] == ["c1", "c2"]
+    other = RedisCheckpointBackend(redis_url)  # another worker appends
+    assert other.record_tool_result(_record("c3")) and not other.record_tool_result(_record("c1"))
+    records, cursor = log.tool_results_since("r", cursor)
+    assert [r["tool_call_id"] for r in records] == ["c3"]  # only what is new
+    assert log.tool_results_since("r", cursor) == ([], cursor)
+    assert list(log.tool_results("r")) == ["c1", "c2", "c3"] and log.tool_result("r", "c2")["result"] == "c2"
+    log.delete_run("r")
+    for cid in ("c9", "c10", "c11", "c12"):  # a new, longer log under the same run id
+        other.record_tool_result(_record(cid))
+    assert log.tool_results_since("r", cursor) == (None, None)  # the reader must start again
+    assert len(log.tool_results_since("r", None)[0]) == 4

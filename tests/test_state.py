@@ -3,7 +3,9 @@ a crash mid-write, clear errors for values that are not JSON."""
 from __future__ import annotations
 
 import json
+import multiprocessing
 import os
+import sqlite3
 import subprocess
 import sys
 import threading
@@ -198,3 +200,103 @@ def test_sqlite_store_is_thread_safe(tmp_path):
     assert errors == [] and len(store.keys()) == 150
     store.close()
     assert SQLiteStateStore(tmp_path / "s.db").load("t5_24") == {"n": 5, "i": 24}
+
+
+# ------------------------------------------------------------------ hostile input (issue 13)
+PORTABLE_REFUSED = ["a*b", "what?", "a|b", "<x>", 'say"hi"', "a:b", "CONIN$", "conout$",
+                    "COM1", "lpt9.json", "aux.txt", "Con", "COM0", "end ", "\ud800",
+                    "é" * 101]  # 202 bytes of UTF-8 in 101 characters
+
+
+@pytest.mark.parametrize("key", PORTABLE_REFUSED, ids=repr)
+def test_keys_that_are_not_portable_file_names_are_refused_on_every_store(store, key):
+    with pytest.raises(StateError) as err:
+        store.save(key, 1)
+    assert err.value.code == "invalid_key"
+    assert store.keys() == []
+
+
+def test_a_key_of_200_bytes_is_accepted_on_every_store(store):
+    store.save("é" * 100, 1)  # 200 bytes: the limit, which leaves room for the temp-file name
+    assert store.load("é" * 100) == 1
+
+
+def _deep(n: int) -> list:
+    value: list = []
+    for _ in range(n):
+        value = [value]
+    return value
+
+
+@pytest.mark.parametrize("value, why", [
+    (_deep(5000), "nested deeper"), (10 ** 5000, "not convertible"),
+    ({"text": "half a pair \ud83d"}, "lone surrogate")], ids=["deep", "huge-int", "surrogate"])
+def test_values_no_store_can_write_are_refused_with_not_serializable(store, value, why):
+    with pytest.raises(StateError) as err:
+        store.save("k", value)
+    assert err.value.code == "not_serializable" and why in err.value.message
+    assert "k" not in store
+
+
+def test_secrets_never_reach_any_store(store, tmp_path):
+    key = "gsk_" + "Q7" * 14
+    store.save("run", {"api_key": "plain-value", "note": f"called with {key}", "max_tokens": 9})
+    assert store.load("run") == {"api_key": "[REDACTED]", "note": "called with gsk_[REDACTED]",
+                                 "max_tokens": 9}
+    on_disk = b"".join(p.read_bytes() for p in tmp_path.rglob("*") if p.is_file())
+    assert key.encode() not in on_disk and b"plain-value" not in on_disk
+
+
+def test_temp_files_of_killed_writers_are_swept_when_the_store_opens(tmp_path):
+    StateStore(tmp_path / "s").save("a", 1)
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True).stdout.strip()
+    orphan = tmp_path / "s" / f".a.json.{dead}.deadbeef.tmp"
+    mine = tmp_path / "s" / f".b.json.{os.getpid()}.cafe0001.tmp"  # a write still in flight
+    orphan.write_text("{half")
+    mine.write_text("{half")
+    StateStore(tmp_path / "s")
+    assert not orphan.exists() and mine.exists()
+
+
+def _first_write(db: str, barrier, results, n: int) -> None:
+    store = SQLiteStateStore(db)
+    barrier.wait()  # every process makes its first write to the new file at once
+    try:
+        store.save(f"k{n}", {"n": n})
+        results.put("ok")
+    except Exception as exc:  # what the test reports
+        results.put(f"{type(exc).__name__}: {exc}")
+
+
+def test_several_processes_creating_one_sqlite_store_at_once_all_succeed(tmp_path):
+    ctx = multiprocessing.get_context("fork")
+    outcomes = []
+    for attempt in range(6):  # the race is on the first write to a new file: repeat it
+        db, barrier, results = str(tmp_path / f"new{attempt}.db"), ctx.Barrier(6), ctx.Queue()
+        procs = [ctx.Process(target=_first_write, args=(db, barrier, results, n)) for n in range(6)]
+        for p in procs:
+            p.start()
+        outcomes += [results.get(timeout=60) for _ in procs]
+        for p in procs:
+            p.join()
+        assert len(SQLiteStateStore(db).keys()) == 6, outcomes
+    assert set(outcomes) == {"ok"}
+
+
+def test_a_store_locked_past_its_timeout_raises_state_write_failed(tmp_path):
+    holder = sqlite3.connect(tmp_path / "busy.db", isolation_level=None)
+    holder.execute("BEGIN EXCLUSIVE")  # another process holds the write lock
+    try:
+        with pytest.raises(StateError) as err:
+            SQLiteStateStore(tmp_path / "busy.db", timeout=0.2).save("k", 1)
+        assert err.value.code == "state_write_failed" and "locked" in err.value.message
+    finally:
+        holder.close()
+
+
+def test_an_unreadable_sqlite_file_is_a_state_error(tmp_path):
+    (tmp_path / "junk.db").write_bytes(b"this is not a database" * 100)
+    with pytest.raises(StateError) as err:
+        SQLiteStateStore(tmp_path / "junk.db").load("k")
+    assert err.value.code == "state_corrupt"

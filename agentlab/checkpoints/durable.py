@@ -10,8 +10,9 @@ public seam (``agentlab.runtime.context``) and nowhere else; the loop does not k
    run back its ``run_id``, messages, state-store values, tool-call log, turn counter, token
    usage and the time it had used (``RunContext.restore``); its next checkpoint is the next
    revision.
-2. **Hooks.** ``run_start``: the model client's API key is registered with ``cm.add_secret``
-   (masked wherever it would be written); a new run saves revision 1 at turn 0
+2. **Hooks.** ``run_start`` (and the resume phase): the model client's API key is registered
+   with ``cm.add_secret`` and ``agentlab.redaction.register_secret`` (masked wherever it would
+   be written or exported); a new run saves revision 1 at turn 0
    (``saved_due_to="start"``), so a run is resumable from its first moment. ``turn_end`` at a
    safe point: a checkpoint every ``auto_save_interval`` turns. ``run_end``: a last
    checkpoint, ``"completed"`` for a finished run (resuming it is refused), else the terminal
@@ -39,6 +40,7 @@ recorded). That is what the idempotency key is for.
 """
 from __future__ import annotations
 
+import hashlib
 import inspect
 import logging
 import threading
@@ -48,6 +50,7 @@ from typing import Any, Iterable
 
 from ..errors import AgentError, CheckpointError, ConfigError
 from ..executor import ToolResult
+from ..redaction import client_api_key, redact, register_secret
 from ..runtime.context import LAST_RUN_KEY, RunContext
 from .safe_point import unsafe_index
 
@@ -108,12 +111,14 @@ class DurableRuns:
                                   "holds no checkpoint; call run() without resume_from to start")
         meta = cp.metadata
         where = f"checkpoint {cp.id} (run {cp.run_id}, revision {cp.revision})"
+        _check_metadata(meta, where, cp.id)
         if meta.get("saved_due_to") == "completed":
             raise CheckpointError("run_finished", f"{where} is of a run that finished; its answer "
                                   "is in the checkpoint's messages. Start a new run instead",
                                   details={"id": cp.id, "run_id": cp.run_id})
+        self._register_key(cm)
         saved_task = meta.get("task")
-        if ctx.task and saved_task is not None and ctx.task != saved_task:
+        if ctx.task and saved_task is not None and not _same_task(ctx.task, meta, cm.secrets()):
             raise CheckpointError("checkpoint_incompatible", f"{where} was saved for the task "
                                   f"{saved_task[:80]!r}, not {ctx.task[:80]!r}; pass the same task "
                                   "(or an empty one) to resume it", details={"id": cp.id})
@@ -130,7 +135,7 @@ class DurableRuns:
         ctx.restore(run_id=cp.run_id, turns=cp.turn, usage=meta.get("usage") or {},
                     elapsed_s=float(meta.get("elapsed_s") or 0.0),
                     tool_calls_made=cp.tool_calls_made, resumed_from=cp.id,
-                    task=meta.get("task", ctx.task))
+                    task=ctx.task or meta.get("task"), held_turn=meta.get("held_turn"))
         rt.messages.restore(cp.messages)
         if rt.state is not None:
             for key, value in cp.state.items():
@@ -138,12 +143,17 @@ class DurableRuns:
         self.claimed = {m.get("tool_call_id") for m in cp.messages if m.get("role") == "tool"}
         self._resumed = cp
 
+    def _register_key(self, cm: Any) -> None:
+        """The API key the model client was built with stays off disk, and out of exports."""
+        api_key = client_api_key(getattr(self.runtime, "llm", None))
+        if api_key:
+            cm.add_secret(api_key)
+            register_secret(api_key)
+
     # -- 2. hooks
     def _run_start(self, event: dict) -> None:
         ctx, cm = self.runtime.context, self.checkpoints
-        api_key = getattr(getattr(self.runtime.llm, "client", None), "api_key", None)
-        if isinstance(api_key, str) and len(api_key) >= 6:  # what the client was built with stays off disk
-            cm.add_secret(api_key)
+        self._register_key(cm)
         self._run_id = ctx.run_id
         cp, self._resumed = self._resumed, None
         if ctx.resumed_from is not None and cp is not None:
@@ -163,16 +173,18 @@ class DurableRuns:
         ctx, result = self.runtime.context, event["result"]
         if ctx is None or ctx.run_id != self._run_id:
             return  # this extension never saw the run start
-        name = result.state.value  # finished, error, exhausted, cancelled
+        name = result.state.value  # finished, error, exhausted, cancelled, paused
+        held = {"held_turn": ctx.held_turn} if ctx.held_turn is not None else {}  # approval
         self.save(ctx, "completed" if name == "finished" else name,
-                  stopped_reason=result.stopped_reason, errors=list(ctx.errors))
+                  stopped_reason=result.stopped_reason, errors=list(ctx.errors), **held)
 
     # -- writing
     def save(self, ctx: RunContext, due: str, **extra: Any) -> str | None:
         """Save a checkpoint of the run now (``saved_due_to=due``); never raises."""
         rt = self.runtime
         messages = rt.messages.get_messages()
-        meta = {"saved_due_to": due, "task": ctx.task, "model": getattr(rt.llm, "model", None),
+        meta = {"saved_due_to": due, "task": ctx.task, "task_sha256": _digest(ctx.task),
+                "model": getattr(rt.llm, "model", None),
                 "tools": sorted(rt.registry.list_tools()), "usage": dict(ctx.usage),
                 "elapsed_s": round(ctx.elapsed_ms() / 1000.0, 6), **extra}
         bad = unsafe_index(messages)
@@ -249,23 +261,25 @@ class DurableExecutor:
 
     def _replay(self, ctx: RunContext, calls: list) -> list:
         """Results for the calls found in the log (``None`` for the ones that must run)."""
-        runs = self.runs
+        runs, cm = self.runs, self.runs.checkpoints
+        results: list = [None] * len(calls)
+        logged: list = [None] * len(calls)  # the log's id for each replayed call
         try:
-            done = runs.checkpoints.completed_tool_calls(ctx.run_id)
+            with runs.lock:
+                for i, call in enumerate(calls):
+                    rec = cm.find_tool_result(ctx.run_id, str(call.id), call.name,
+                                              call.arguments, runs.claimed)
+                    if rec is None:
+                        continue
+                    runs.claimed.add(rec["tool_call_id"])
+                    logged[i] = rec["tool_call_id"]
+                    results[i] = ReplayedResult(call.id, call.name, rec["result"], rec["success"],
+                                                0.0, rec["error_code"])
         except Exception as exc:  # unreadable log: the calls run (and the problem is on record)
             runs.failed(ctx, "the tool-result log could not be read", exc)
-            done = {}
-        results: list = [None] * len(calls)
-        with runs.lock:
-            for i, call in enumerate(calls):
-                rec = done.get(str(call.id)) or _match(done, call, runs.claimed)
-                if rec is None:
-                    continue
-                runs.claimed.add(rec["tool_call_id"])
-                results[i] = ReplayedResult(call.id, call.name, rec["result"], rec["success"],
-                                            0.0, rec["error_code"])
-        for call, r in zip(calls, results):
-            if r is not None and str(call.id) not in done:  # new id, same call: log it under both
+            return [None] * len(calls)
+        for call, r, cid in zip(calls, results, logged):
+            if r is not None and str(call.id) != cid:  # new id, same call: log it under both
                 runs.record(ctx, call, r)
         return results
 
@@ -298,11 +312,40 @@ class DurableExecutor:
             return list(pool.map(one, batch))
 
 
-def _match(done: dict[str, dict], call: Any, claimed: set[str]) -> dict | None:
-    """A logged call with the same name and arguments that no result in the history answers."""
-    for rec in done.values():
-        if rec["tool_call_id"] not in claimed and rec["name"] == call.name \
-                and rec.get("arguments") is not None and rec["arguments"] == call.arguments:
-            return rec
-    return None
+def _digest(task: Any) -> str | None:
+    """A digest of the task: compared on resume, since the saved task text may be redacted."""
+    if not isinstance(task, str):
+        return None
+    return hashlib.sha256(task.encode("utf-8", "surrogatepass")).hexdigest()
 
+
+def _same_task(task: str, meta: dict, secrets: tuple[str, ...]) -> bool:
+    """True when ``task`` is the task ``meta`` was saved for (digest, else the redacted text)."""
+    if isinstance(meta.get("task_sha256"), str):
+        return meta["task_sha256"] == _digest(task)
+    return task == meta.get("task") or redact(task, secrets) == meta.get("task")
+
+
+#: The metadata fields a resume relies on, with the types it accepts.
+_META_TYPES: dict[str, tuple[type, ...]] = {
+    "task": (str, type(None)), "tools": (list, type(None)), "usage": (dict, type(None)),
+    "elapsed_s": (int, float, type(None)), "saved_due_to": (str, type(None)),
+    "model": (str, type(None)), "task_sha256": (str, type(None))}
+
+
+def _check_metadata(meta: dict, where: str, cid: str) -> None:
+    """Refuse hand-edited metadata of the wrong type before it reaches the run's counters."""
+    for key, types in _META_TYPES.items():
+        value = meta.get(key)
+        ok = isinstance(value, types) and not (isinstance(value, bool) and key == "elapsed_s")
+        if ok and key == "tools":
+            ok = all(isinstance(t, str) for t in value or ())
+        if ok and key == "usage":
+            ok = all(isinstance((value or {}).get(k) or 0, int) and not isinstance(
+                (value or {}).get(k), bool) for k in ("prompt_tokens", "completion_tokens",
+                                                       "total_tokens"))
+        if not ok:
+            raise CheckpointError("checkpoint_corrupt", f"{where}: metadata[{key!r}] is "
+                                  f"{type(value).__name__} {str(value)[:60]!r}, not what agentlab "
+                                  "writes; the checkpoint was edited. Fix the field or load an "
+                                  "older checkpoint", details={"id": cid, "field": key})

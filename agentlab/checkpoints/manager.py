@@ -22,8 +22,18 @@ What the article's manager got wrong and this one does not:
   (codes ``checkpoint_corrupt`` / ``checkpoint_incompatible``), never a bare ``JSONDecodeError``;
 - ``save`` refuses a history that is not at a safe point (``safe_point.py``): resuming from it
   would send the API an invalid conversation;
-- secrets are not written (``redact.py``): credential-like keys and key-shaped strings are
-  masked, and exact values registered with ``add_secret()`` are masked everywhere;
+- secrets are not written (``agentlab.redaction``, through ``redact.py``): credential-like
+  keys, key-shaped tokens and the values registered with ``add_secret()`` (or
+  ``agentlab.redaction.register_secret``) are masked everywhere, messages, tool-log
+  arguments and results included;
+- retention (``max_checkpoints``) is per run: another run's saves never delete a run's
+  checkpoints; ``delete_run`` removes a run with its tool-result log;
+- ``load()`` checks that the messages it returns are a valid conversation;
+- the cost of a turn does not grow with the run (issue 13): the tool-result log is indexed in
+  memory and read incrementally (``tool_log.py``), each ``tool_calls_made`` record is scrubbed
+  and encoded once (``redact.CallLogEncoder``). What still grows is the size of a checkpoint:
+  it holds the whole ``tool_calls_made`` list (about 150 bytes a call) and the history, which
+  the runtime's context budget keeps bounded;
 - no directory or database file is created until the first write.
 
 Run identity (book 1.4): a run keeps its ``run_id`` when it resumes; ``revision`` is
@@ -48,18 +58,25 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from ..atomic import portable_name_problem
 from ..errors import CheckpointError, ConfigError
+from ..redaction import MIN_SECRET_LENGTH, redact, registered_secrets
 from .document import FORMAT_VERSION, Checkpoint, new_checkpoint_id, render_checkpoint
 from .durable import DurableRuns, idempotency_key, attach as attach_runs
-from .redact import REDACTED, json_default, to_plain
-from .safe_point import unsafe_index
+from .redact import CallLogEncoder, to_plain
+from .safe_point import conversation_problem, unsafe_index
 from .store import make_backend
+from .tool_log import ToolLogIndex, arguments_key
 
 __all__ = ["CheckpointManager", "idempotency_key", "new_run_id"]
 
 logger = logging.getLogger(__name__)
 
 _RUN_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
 def new_run_id() -> str:
@@ -100,6 +117,8 @@ class CheckpointManager:
             self.add_secret(value)
         self._last_saved_turn = 0
         self.last_error: BaseException | None = None
+        self._calls = CallLogEncoder()
+        self._logs: dict[str, ToolLogIndex] = {}
 
     # -- identity
     @property
@@ -113,20 +132,34 @@ class CheckpointManager:
 
     @staticmethod
     def _check_run_id(run_id: str) -> str:
-        if not isinstance(run_id, str) or not _RUN_ID_RE.match(run_id):
+        if not isinstance(run_id, str) or not _RUN_ID_RE.match(run_id) \
+                or portable_name_problem(run_id):
             raise CheckpointError("invalid_key", f"run_id {run_id!r} must be 1-128 characters of "
-                                  "letters, digits, '_', '.', '-', starting with a letter or digit")
+                                  "letters, digits, '_', '.', '-', starting with a letter or digit, "
+                                  "not ending with '.', and not a Windows device name (CON, NUL)",
+                                  details={"run_id": repr(run_id)})
         return run_id
 
-    def add_secret(self, value: str | None) -> None:
-        """Never write this exact string (an API key, a token); masked even inside messages."""
+    def add_secret(self, value: str | None) -> bool:
+        """Never write this exact string (an API key, a token); masked even inside messages.
+
+        Matched as ``agentlab.redaction`` matches registered secrets (whole tokens; anywhere
+        when 20+ characters). A value shorter than 8 characters is ignored (returns False):
+        it cannot be told from ordinary text."""
         if not value:
-            return
-        if len(str(value)) < 6:
-            raise ConfigError("invalid_config", "a secret to redact must be at least 6 characters "
-                              "(a shorter one would mask ordinary text)")
-        if str(value) not in self._secrets:
-            self._secrets.append(str(value))
+            return False
+        if not isinstance(value, str):
+            raise ConfigError("invalid_config", f"a secret is a string, not {type(value).__name__}")
+        if len(value) < MIN_SECRET_LENGTH:
+            logger.info("a secret of %d characters is too short to mask safely; ignored", len(value))
+            return False
+        if value not in self._secrets:
+            self._secrets.append(value)
+        return True
+
+    def secrets(self) -> tuple[str, ...]:
+        """What this manager masks besides key shapes: its own secrets and the process's."""
+        return tuple(self._secrets) + registered_secrets()
 
     # -- saving
     def should_save(self, current_turn: int) -> bool:
@@ -157,19 +190,21 @@ class CheckpointManager:
                 "tool result is appended, or use save_on_exception, which cuts the unfinished tail",
                 details={"index": i, "tool_call_ids": ids})
         run = self._check_run_id(run_id) if run_id is not None else self._run_id
-        meta = to_plain(metadata or {}, "metadata", scrub=True)
-        body = {  # the heavy parts are encoded outside the store lock
-            "metadata": json.dumps(meta, ensure_ascii=False, separators=(",", ":")),
-            "state": json.dumps(to_plain(state or {}, "state", scrub=True), ensure_ascii=False,
-                                separators=(",", ":")),
-            "tool_calls_made": json.dumps(to_plain(list(tool_calls_made or []), "tool_calls_made",
-                                                 scrub=True), ensure_ascii=False, separators=(",", ":")),
-            "messages": json.dumps(list(messages), ensure_ascii=False, separators=(",", ":"),
-                                   default=json_default),
-        }
-        for secret in self._secrets:
-            enc = json.dumps(secret, ensure_ascii=False)[1:-1]
-            body = {k: v.replace(enc, REDACTED) for k, v in body.items()}
+        secrets = self.secrets()
+        meta = to_plain(metadata or {}, "metadata", scrub=True, secrets=secrets)
+        calls = tool_calls_made if isinstance(tool_calls_made, list) else list(tool_calls_made or [])
+        try:  # the heavy parts are encoded outside the store lock
+            body = {
+                "metadata": _dumps(meta),
+                "state": _dumps(to_plain(state or {}, "state", scrub=True, secrets=secrets)),
+                "tool_calls_made": self._calls.encode(calls, secrets),
+                "messages": _dumps(redact(to_plain(list(messages), "messages", scrub=False),
+                                          secrets, keys=False)),
+            }
+        except (RecursionError, ValueError, UnicodeError) as exc:  # too deep, huge int, surrogate
+            raise CheckpointError("not_serializable", f"cannot save this checkpoint: "
+                                  f"{type(exc).__name__}: {str(exc)[:200]}",
+                                  details={"reason": type(exc).__name__}) from None
 
         def build(seq: int, revision: int) -> tuple[dict, str]:
             header = {"format_version": FORMAT_VERSION, "id": new_checkpoint_id(seq),
@@ -179,7 +214,12 @@ class CheckpointManager:
                       "n_messages": len(messages)}
             return header, render_checkpoint(header, body)
 
-        header = self.backend.write(run, build, self.max_checkpoints)
+        try:
+            header = self.backend.write(run, build, self.max_checkpoints)
+        except UnicodeEncodeError as exc:  # a lone surrogate somewhere in the text
+            raise CheckpointError("not_serializable", "cannot save this checkpoint: it holds text "
+                                  f"that is not valid Unicode ({exc.reason} at {exc.start})",
+                                  details={"reason": "UnicodeEncodeError"}) from None
         self._last_saved_turn = int(turn)
         logger.info("checkpoint %s saved (run %s, revision %s, turn %s, %d bytes)", header["id"],
                     run, header["revision"], turn, header["size_bytes"])
@@ -218,14 +258,22 @@ class CheckpointManager:
         """The checkpoint with this id, or the newest in the store (``None``/``"latest"``).
 
         Returns ``None`` only when no id was given and the store is empty; an unknown id raises
-        ``checkpoint_not_found``; a corrupt or unknown-version one raises naming its file.
+        ``checkpoint_not_found``; a corrupt or unknown-version one raises naming its file, and
+        so does one whose messages are not a valid conversation (``checkpoint_corrupt``).
         """
         if checkpoint_id is not None and not isinstance(checkpoint_id, str):
             raise ConfigError("invalid_argument", "checkpoint_id is a string (an id from "
                               f"list_checkpoints(), or 'latest'), not {checkpoint_id!r}")
         if checkpoint_id == "latest":
             checkpoint_id = None
-        return self.backend.read(checkpoint_id)
+        cp = self.backend.read(checkpoint_id)
+        problem = None if cp is None else conversation_problem(cp.messages)
+        if problem:
+            raise CheckpointError("checkpoint_corrupt", f"checkpoint {cp.id} (run {cp.run_id}) does "
+                                  f"not hold a valid conversation: {problem}. It was edited or "
+                                  "damaged; load an older checkpoint",
+                                  details={"id": cp.id, "problem": problem})
+        return cp
 
     def resume(self, checkpoint_id: str | None = "latest") -> Checkpoint | None:
         """``load`` and continue that run here: binds ``run_id`` and the auto-save turn counter."""
@@ -248,12 +296,24 @@ class CheckpointManager:
         return [r for r in rows if run_id is None or r.get("run_id") == run_id]
 
     def delete_checkpoint(self, checkpoint_id: str) -> bool:
-        """Remove one checkpoint; True if it existed."""
+        """Remove one checkpoint; True if it existed. A run's last one takes its tool log along."""
+        self._logs.clear()
         return self.backend.delete(checkpoint_id)
+
+    def delete_run(self, run_id: str) -> int:
+        """Remove every checkpoint of ``run_id`` and its tool-result log; returns how many."""
+        run_id = self._check_run_id(run_id)
+        self._logs.pop(run_id, None)
+        drop = getattr(self.backend, "delete_run", None)
+        if drop is not None:
+            return drop(run_id)
+        mine = [h["id"] for h in self.backend.headers() if h.get("run_id") == run_id]
+        return sum(self.backend.delete(cid) for cid in mine)
 
     def clear_all(self) -> int:
         """Remove every checkpoint and tool result in the store; returns checkpoints removed."""
         self._last_saved_turn = 0
+        self._logs.clear()
         return self.backend.clear()
 
     # -- durable tool-call log ("no re-execution")
@@ -265,22 +325,44 @@ class CheckpointManager:
         The first record for ``(run_id, tool_call_id)`` wins: that is what the model was shown.
         Returns False when the call was already recorded.
         """
-        record = {"run_id": self._check_run_id(run_id), "tool_call_id": str(tool_call_id),
+        run_id = self._check_run_id(run_id)
+        record = {"run_id": run_id, "tool_call_id": str(tool_call_id),
                   "name": str(name), "result": str(result), "success": bool(success),
-                  "error_code": error_code,
-                  "arguments": None if arguments is None else to_plain(arguments, "arguments", True),
+                  "error_code": None if error_code is None else str(error_code),
+                  "arguments": None if arguments is None else to_plain(arguments, "arguments", False),
                   "turn": turn, "recorded_at": datetime.now(timezone.utc).isoformat()}
-        for secret in self._secrets:
-            record["result"] = record["result"].replace(secret, REDACTED)
-        return self.backend.record_tool_result(record)
+        secrets = self.secrets()  # arguments and result alike, by the same rules as a save
+        record.update(result=redact(record["result"], secrets),
+                      arguments=redact(record["arguments"], secrets),
+                      error_code=redact(record["error_code"], secrets))
+        added = self.backend.record_tool_result(record)
+        if added and run_id in self._logs:
+            self._logs[run_id].add(record)
+        return added
+
+    def _log(self, run_id: str) -> ToolLogIndex:
+        """This run's tool-result index, caught up with what any process appended since."""
+        run_id = self._check_run_id(run_id)
+        index = self._logs.get(run_id)
+        if index is None:
+            index = self._logs[run_id] = ToolLogIndex(self.backend, run_id)
+        return index.refresh()
 
     def get_tool_result(self, run_id: str, tool_call_id: str) -> dict | None:
         """The recorded outcome of this call, or None if it never completed."""
-        return self.completed_tool_calls(run_id).get(str(tool_call_id))
+        return self._log(run_id).by_id.get(str(tool_call_id))
+
+    def find_tool_result(self, run_id: str, tool_call_id: str, name: str, arguments: Any,
+                         claimed: set[str]) -> dict | None:
+        """The record of this call: by id, else a call with the same name and arguments whose id
+        is not in ``claimed`` (a model that re-asks under a new id). O(1) per lookup."""
+        key = arguments_key(str(name), None if arguments is None else
+                            redact(to_plain(arguments, "arguments", False), self.secrets()))
+        return self._log(run_id).find(str(tool_call_id), str(name), key, claimed)
 
     def completed_tool_calls(self, run_id: str) -> dict[str, dict]:
         """Every recorded call of a run: ``{tool_call_id: record}`` in completion order."""
-        return self.backend.tool_results(self._check_run_id(run_id))
+        return dict(self._log(run_id).by_id)
 
     # -- with a runtime
     def attach(self, runtime: Any) -> DurableRuns:

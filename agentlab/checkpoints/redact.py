@@ -3,75 +3,57 @@
 Part of ``notebooks/11_checkpoints.ipynb``. Checkpoints hold JSON data only: ``to_plain``
 converts dataclasses, enums, dates and paths, and refuses everything else (clients,
 connections, locks, functions) with ``CheckpointError("not_serializable")``, never ``repr``-ing
-it. With ``scrub=True`` (state, metadata, the tool-call log):
-
-- a value whose key looks like a credential (``api_key``, ``authorization``, ``*_secret``,
-  ``password``, ``*_token``/``token``, ``credentials``; but not ``total_tokens``/``max_tokens``)
-  becomes ``"[REDACTED]"``;
-- strings shaped like ``sk-...`` keys or ``Bearer ...`` headers are masked.
-
-Exact values registered with ``CheckpointManager.add_secret`` are masked everywhere, messages
-included, by the manager after encoding.
+it. With ``scrub=True`` the one redaction layer of the package (``agentlab.redaction``) is
+applied on the way: values under credential-named keys, key-shaped tokens (``sk-...``,
+``gsk_...``, ``Bearer ...``) and registered secrets (``CheckpointManager.add_secret``,
+``agentlab.redaction.register_secret``) are masked. Messages are masked the same way except
+for the key rule (a message's fields are never credential names).
 """
 from __future__ import annotations
 
 import dataclasses
+import json
 import enum
-import re
 from datetime import date, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
 from ..errors import CheckpointError
+from ..redaction import REDACTED, is_secret_key, redact, redact_text
 
 __all__ = ["REDACTED", "scrub_secrets", "to_plain", "json_default", "is_secret_key",
-           "mask_secrets"]
-
-REDACTED = "[REDACTED]"
-
-_SECRET_WORDS = {"secret", "password", "passwd", "credential", "credentials", "authorization",
-                 "apikey", "cookie"}
-_SECRET_VALUE_RE = re.compile(r"\bsk-[A-Za-z0-9_\-]{16,}|\bBearer\s+[A-Za-z0-9._~+/=\-]{8,}")
+           "mask_secrets", "CallLogEncoder"]
 
 
-def is_secret_key(key: str) -> bool:
-    """True for a key that names a credential (``apiKey``, ``client_secret``, ``access_token``)."""
-    words = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", str(key)).lower()
-    words = [w for w in re.split(r"[^a-z0-9]+", words) if w]
-    if not words:
-        return False
-    pairs = set(zip(words, words[1:]))
-    return (bool(_SECRET_WORDS.intersection(words)) or words[-1] in ("token", "auth")
-            or bool(pairs & {("api", "key"), ("private", "key"), ("access", "key")}))
+def mask_secrets(text: str, secrets: Iterable[str] = ()) -> str:
+    """``text`` with key-shaped tokens and registered secrets masked (``redact_text``)."""
+    return redact_text(text, secrets)
 
 
-def mask_secrets(text: str) -> str:
-    """``text`` with key-shaped substrings (``sk-...``, ``Bearer ...``) masked."""
-    return _SECRET_VALUE_RE.sub(lambda m: ("sk-" if m.group(0).startswith("sk-") else "Bearer ")
-                                + REDACTED, text)
+def to_plain(obj: Any, where: str, scrub: bool, secrets: Iterable[str] = ()) -> Any:
+    """Convert to JSON data (dict/list/str/number/bool/None); mask secrets when ``scrub``."""
+    plain = _plain(obj, where, scrub)
+    return redact(plain, secrets) if scrub else plain
 
 
-def to_plain(obj: Any, where: str, scrub: bool) -> Any:
-    """Convert to JSON data (dict/list/str/number/bool/None); scrub secrets when asked."""
-    if obj is None or isinstance(obj, (bool, int, float)):
+def _plain(obj: Any, where: str, scrub: bool) -> Any:
+    if obj is None or isinstance(obj, (bool, int, float, str)):
         return obj
-    if isinstance(obj, str):
-        return mask_secrets(obj) if scrub else obj
-    if isinstance(obj, dict):
+    if isinstance(obj, dict):  # a credential-named value is masked, never converted
         return {str(k): (REDACTED if scrub and is_secret_key(k) and v is not None
-                         else to_plain(v, f"{where}[{k!r}]", scrub)) for k, v in obj.items()}
+                         else _plain(v, f"{where}[{k!r}]", scrub)) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
-        return [to_plain(v, f"{where}[{i}]", scrub) for i, v in enumerate(obj)]
+        return [_plain(v, f"{where}[{i}]", scrub) for i, v in enumerate(obj)]
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        return to_plain({f.name: getattr(obj, f.name) for f in dataclasses.fields(obj)}, where, scrub)
+        return _plain({f.name: getattr(obj, f.name) for f in dataclasses.fields(obj)}, where, scrub)
     if isinstance(obj, enum.Enum):
-        return to_plain(obj.value, where, scrub)
+        return _plain(obj.value, where, scrub)
     if isinstance(obj, (datetime, date)):
         return obj.isoformat()
     if isinstance(obj, Path):
         return str(obj)
     if callable(getattr(obj, "to_dict", None)):
-        return to_plain(obj.to_dict(), where, scrub)
+        return _plain(obj.to_dict(), where, scrub)
     raise CheckpointError(
         "not_serializable",
         f"cannot save {where}: a {type(obj).__module__}.{type(obj).__qualname__} is not plain "
@@ -80,11 +62,39 @@ def to_plain(obj: Any, where: str, scrub: bool) -> Any:
         details={"where": where, "type": type(obj).__qualname__})
 
 
-def scrub_secrets(obj: Any) -> Any:
+def scrub_secrets(obj: Any, secrets: Iterable[str] = ()) -> Any:
     """A copy of ``obj`` as plain data with credential-like keys and key-shaped strings masked."""
-    return to_plain(obj, "value", scrub=True)
+    return to_plain(obj, "value", scrub=True, secrets=secrets)
 
 
 def json_default(obj: Any) -> Any:
-    """``json.dumps(default=...)`` for messages: plain data, refused otherwise (never masked)."""
-    return to_plain(obj, "messages", scrub=False)
+    """``json.dumps(default=...)`` for messages: plain data, refused otherwise."""
+    return _plain(obj, "messages", scrub=False)
+
+
+class CallLogEncoder:
+    """The redacted JSON of a run's ``tool_calls_made`` list, each record encoded once.
+
+    The list only grows during a run (the loop appends one record per call and never edits
+    one), so a save encodes the records added since the previous save and joins the cached
+    pieces: scrubbing costs O(new records) per save, not O(all). The cache starts again when
+    it is handed a different list (a new run, a resume), a shorter one, one whose last cached
+    record is not the same object any more, or when the secrets to mask changed.
+    """
+
+    def __init__(self) -> None:
+        self._list: list | None = None
+        self._last: Any = None
+        self._parts: list[str] = []
+        self._secrets: tuple[str, ...] = ()
+
+    def encode(self, calls: list, secrets: tuple[str, ...]) -> str:
+        n = len(self._parts)
+        if (calls is not self._list or len(calls) < n or secrets != self._secrets
+                or (n and calls[n - 1] is not self._last)):
+            self._list, self._parts, self._secrets, n = calls, [], secrets, 0
+        for i in range(n, len(calls)):
+            plain = to_plain(calls[i], f"tool_calls_made[{i}]", scrub=True, secrets=secrets)
+            self._parts.append(json.dumps(plain, ensure_ascii=False, separators=(",", ":")))
+        self._last = calls[-1] if calls else None
+        return "[" + ",".join(self._parts) + "]"

@@ -5,10 +5,16 @@ assistant message with ``tool_calls`` is followed by one ``tool`` message per ca
 ``tool`` message only answers such a call. A history that keeps the rule is at a safe point;
 ``CheckpointManager.save`` refuses any other, and a durable run cuts an unfinished tool batch
 off before its last checkpoint.
+
+``conversation_problem`` is the stricter check ``CheckpointManager.load`` applies to what it
+returns: every message a dict with a known role, contents of the right type, tool calls with
+an id and a function name, and the pairing rule above.
 """
 from __future__ import annotations
 
-__all__ = ["unsafe_index", "is_safe_point", "pending_tool_calls"]
+__all__ = ["unsafe_index", "is_safe_point", "pending_tool_calls", "conversation_problem"]
+
+ROLES = frozenset({"system", "developer", "user", "assistant", "tool"})
 
 
 def _tool_call_ids(msg: dict) -> list[str]:
@@ -57,3 +63,42 @@ def pending_tool_calls(messages: list[dict]) -> list[dict]:
             return [tc for tc in msg["tool_calls"]
                     if (tc["id"] if isinstance(tc, dict) else tc.id) not in done]
     return []
+
+
+def _message_problem(i: int, msg: object) -> str | None:
+    if not isinstance(msg, dict):
+        return f"messages[{i}] is a {type(msg).__name__}, not a message object"
+    role = msg.get("role")
+    if role not in ROLES:
+        return f"messages[{i}] has role {role!r} (one of {', '.join(sorted(ROLES))} expected)"
+    content = msg.get("content")
+    if content is not None and not isinstance(content, (str, list)):
+        return f"messages[{i}] content is a {type(content).__name__} (text, parts or null)"
+    if role == "tool" and not isinstance(msg.get("tool_call_id"), str):
+        return f"messages[{i}] is a tool result without a tool_call_id"
+    calls = msg.get("tool_calls")
+    if calls is not None:
+        if role != "assistant" or not isinstance(calls, list):
+            return f"messages[{i}] has tool_calls but is not an assistant message with a list"
+        for tc in calls:
+            fn = tc.get("function") if isinstance(tc, dict) else None
+            if not (isinstance(tc, dict) and isinstance(tc.get("id"), str) and isinstance(fn, dict)
+                    and isinstance(fn.get("name"), str)
+                    and isinstance(fn.get("arguments", ""), str)):
+                return f"messages[{i}] has a tool call without an id, a function name or text arguments"
+    return None
+
+
+def conversation_problem(messages: object) -> str | None:
+    """Why ``messages`` is not a conversation the API would accept, or None when it is."""
+    if not isinstance(messages, list):
+        return f"messages is a {type(messages).__name__}, not a list"
+    for i, msg in enumerate(messages):
+        problem = _message_problem(i, msg)
+        if problem:
+            return problem
+    bad = unsafe_index(messages)
+    if bad is not None:
+        return (f"messages[{bad[0]}] breaks the tool-call pairing (unanswered or orphaned call "
+                f"ids: {', '.join(map(str, bad[1]))})")
+    return None

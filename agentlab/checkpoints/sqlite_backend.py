@@ -6,7 +6,10 @@ Part of ``notebooks/11_checkpoints.ipynb``; picked by ``CheckpointManager(store=
 - table ``checkpoints``: the document of ``agentlab.checkpoints.document`` in ``body``, plus its
   header fields as columns (listing reads no bodies);
 - table ``tool_results`` (primary key ``run_id, tool_call_id``): the first record of a call
-  wins (``INSERT OR IGNORE``), committed before the caller moves on;
+  wins (``INSERT OR IGNORE``), committed before the caller moves on; ``tool_results_since``
+  reads only the rows after a rowid cursor (index ``tool_results_by_run``);
+- retention is per run (a run never loses its latest checkpoint to another run's saves); a
+  run's tool results are deleted with its last checkpoint (``delete``, ``delete_run``);
 - WAL journal with ``synchronous=FULL`` (every commit is fsynced); ``BEGIN IMMEDIATE`` takes
   the write lock, so ``seq`` and ``revision`` are allocated once across processes.
 """
@@ -41,6 +44,7 @@ class SQLiteBackend:
         run_id TEXT NOT NULL, tool_call_id TEXT NOT NULL, name TEXT NOT NULL,
         result TEXT NOT NULL, success INTEGER NOT NULL, error_code TEXT, arguments TEXT,
         turn INTEGER, recorded_at TEXT NOT NULL, PRIMARY KEY (run_id, tool_call_id));
+    CREATE INDEX IF NOT EXISTS tool_results_by_run ON tool_results (run_id);
     """
 
     def __init__(self, path: str | os.PathLike) -> None:
@@ -116,9 +120,10 @@ class SQLiteBackend:
                             (seq, header["id"], run_id, rev, header["turn"], header["created_at"],
                              header["format_version"], header.get("saved_due_to"),
                              header.get("n_messages"), size, text))
-                if max_keep is not None:
-                    con.execute("DELETE FROM checkpoints WHERE seq NOT IN (SELECT seq FROM "
-                                "checkpoints ORDER BY seq DESC LIMIT ?)", (max_keep,))
+                if max_keep is not None:  # this run's oldest only: never another run's latest
+                    con.execute("DELETE FROM checkpoints WHERE run_id=? AND seq NOT IN (SELECT "
+                                "seq FROM checkpoints WHERE run_id=? ORDER BY seq DESC LIMIT ?)",
+                                (run_id, run_id, max_keep))
                 con.execute("COMMIT")
             except BaseException:
                 con.execute("ROLLBACK")
@@ -157,10 +162,30 @@ class SQLiteBackend:
         return [{**dict(zip(keys, r)), "path": self.where(r[0])} for r in rows]
 
     def delete(self, checkpoint_id: str) -> bool:
+        """Remove one checkpoint; the run's tool-result log goes with its last checkpoint."""
         with self._connect() as con:
             if con is None:
                 return False
-            return con.execute("DELETE FROM checkpoints WHERE id=?", (checkpoint_id,)).rowcount > 0
+            row = con.execute("SELECT run_id FROM checkpoints WHERE id=?", (checkpoint_id,)).fetchone()
+            if row is None:
+                return False
+            con.execute("BEGIN IMMEDIATE")
+            con.execute("DELETE FROM checkpoints WHERE id=?", (checkpoint_id,))
+            con.execute("DELETE FROM tool_results WHERE run_id=? AND NOT EXISTS (SELECT 1 FROM "
+                        "checkpoints WHERE run_id=?)", (row[0], row[0]))
+            con.execute("COMMIT")
+            return True
+
+    def delete_run(self, run_id: str) -> int:
+        """Remove every checkpoint of ``run_id`` and its tool-result log."""
+        with self._connect() as con:
+            if con is None:
+                return 0
+            con.execute("BEGIN IMMEDIATE")
+            n = con.execute("DELETE FROM checkpoints WHERE run_id=?", (run_id,)).rowcount
+            con.execute("DELETE FROM tool_results WHERE run_id=?", (run_id,))
+            con.execute("COMMIT")
+            return n
 
     def clear(self) -> int:
         with self._connect() as con:
@@ -180,19 +205,37 @@ class SQLiteBackend:
                  record["turn"], record["recorded_at"]))
             return cur.rowcount > 0  # autocommit: committed (and fsynced) when execute returns
 
-    def tool_results(self, run_id: str) -> dict[str, dict]:
+    _COLUMNS = ("run_id", "tool_call_id", "name", "result", "success", "error_code",
+                "arguments", "turn", "recorded_at")
+
+    def tool_results_since(self, run_id: str, cursor: int | None
+                           ) -> tuple[list[dict] | None, int | None]:
+        """Rows of ``run_id`` after rowid ``cursor`` (one indexed range read), and the new cursor;
+        ``(None, None)`` when the row at ``cursor`` is gone (the log was cleared since)."""
         with self._connect() as con:
             if con is None:
-                return {}
-            rows = con.execute("SELECT run_id, tool_call_id, name, result, success, error_code, "
-                               "arguments, turn, recorded_at FROM tool_results WHERE run_id=? "
-                               "ORDER BY rowid", (run_id,)).fetchall()
-        keys = ("run_id", "tool_call_id", "name", "result", "success", "error_code", "arguments",
-                "turn", "recorded_at")
-        out = {}
+                return ([], None) if cursor is None else (None, None)
+            if cursor is not None and con.execute(
+                    "SELECT 1 FROM tool_results WHERE rowid=? AND run_id=?",
+                    (cursor, run_id)).fetchone() is None:
+                return None, None
+            rows = con.execute("SELECT rowid, " + ", ".join(self._COLUMNS) + " FROM tool_results "
+                               "WHERE run_id=? AND rowid>? ORDER BY rowid",
+                               (run_id, cursor or 0)).fetchall()
+        out = []
         for r in rows:
-            rec = dict(zip(keys, r))
-            rec["success"] = bool(rec["success"])
-            rec["arguments"] = None if rec["arguments"] is None else json.loads(rec["arguments"])
-            out[rec["tool_call_id"]] = rec
+            rec = dict(zip(self._COLUMNS, r[1:]))
+            rec["success"] = bool(rec["success"]) if isinstance(rec["success"], int) else rec["success"]
+            if rec["arguments"] is not None:
+                try:
+                    rec["arguments"] = json.loads(rec["arguments"])
+                except (TypeError, ValueError):
+                    pass  # left a string: the manager's shape check names the problem
+            out.append(rec)
+        return out, (rows[-1][0] if rows else cursor)
+
+    def tool_results(self, run_id: str) -> dict[str, dict]:
+        out: dict[str, dict] = {}
+        for rec in self.tool_results_since(run_id, None)[0] or ():
+            out.setdefault(rec["tool_call_id"], rec)
         return out

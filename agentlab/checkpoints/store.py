@@ -58,8 +58,19 @@ class CheckpointBackend(Protocol):
 
     ``write(run_id, build, max_keep)`` allocates the next ``seq`` and the run's next
     ``revision`` under its lock, calls ``build(seq, revision) -> (header, text)``, stores
-    ``text`` atomically, keeps the newest ``max_keep`` checkpoints and returns the header with
-    ``size_bytes``. ``record_tool_result`` returns False when the call was already recorded.
+    ``text`` atomically, keeps the newest ``max_keep`` checkpoints *of that run* (never
+    another run's) and returns the header with ``size_bytes``. ``record_tool_result`` returns
+    False when the call was already recorded. ``read(None)`` is the newest checkpoint, and
+    must not fail with ``FileNotFoundError`` when another process prunes meanwhile.
+
+    Optional (the manager falls back when a backend lacks them):
+
+    - ``tool_results_since(run_id, cursor) -> (records, cursor)``: the records appended after
+      ``cursor`` (an opaque value it returned before; ``None``: from the start), and the new
+      cursor; ``(None, None)`` when the log was replaced since ``cursor``. Without it every
+      lookup reads the whole log (a turn then costs more the longer the run).
+    - ``delete_run(run_id) -> int``: every checkpoint of a run and its tool-result log.
+      ``delete`` of a run's last checkpoint should take its tool-result log along.
     """
 
     def write(self, run_id: str, build: Callable[[int, int], tuple[dict, str]],
@@ -70,6 +81,7 @@ class CheckpointBackend(Protocol):
     def clear(self) -> int: ...
     def record_tool_result(self, record: dict) -> bool: ...
     def tool_results(self, run_id: str) -> dict[str, dict]: ...
+    # optional: tool_results_since(run_id, cursor) -> (list[dict] | None, cursor), delete_run
 
 
 def make_backend(store: Any, checkpoint_dir: str | os.PathLike) -> CheckpointBackend:

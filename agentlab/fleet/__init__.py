@@ -8,15 +8,17 @@ Taught in ``notebooks/13_fleet.ipynb``:
 - ``checkpoint_store.py``: ``RedisCheckpointBackend`` — chapter 11's checkpoints and durable
   tool-result log, picked by ``CheckpointManager(store="redis://...")``;
 - ``tenants.py``: ``create_tenant`` — one ACL user per tenant, limited to its own keys;
+- ``decisions.py``: ``approve`` / ``reject`` a paused run's call from its store's URL;
 - ``server.py``: ``RedisServer`` — a throwaway local server for tests and notebooks.
 
 ``agentlab.fleet`` imports the runtime, checkpoints and state chapters, never the reverse.
 """
 from .checkpoint_store import RedisCheckpointBackend
 from .connection import RedisTarget, safe_url
+from .decisions import approve, reject
 from .server import RedisServer, find_redis_server
 from .state_store import RedisStateStore
 from .tenants import create_tenant, delete_tenant, tenant_url
 
 __all__ = ["RedisStateStore", "RedisCheckpointBackend", "RedisTarget", "RedisServer",
-           "find_redis_server", "create_tenant", "delete_tenant", "tenant_url", "safe_url"]
+           "find_redis_server", "create_tenant", "delete_tenant", "tenant_url", "safe_url", "approve", "reject"]

@@ -27,6 +27,9 @@ __all__ = ["CompressionRecord", "copy_message", "note_text", "NOTE_RE", "SUMMARY
 NOTE_RE = re.compile(r"^\[(?:Summary of the )?(\d+) earlier messages (?:were )?removed to fit "
                      r"the context window")
 
+# A note folded into a system message whose prompt part is not the current one.
+_FOLDED_NOTE_RE = re.compile("(?m)" + NOTE_RE.pattern)
+
 SUMMARY_PROMPT = (
     "You compress the history of an AI agent's conversation so it fits its context window. "
     "Summarise the messages you are given in at most {words} words: the facts learned, tool "
@@ -122,13 +125,18 @@ def summarize(llm: Any, request: list[dict], max_tokens: int, model: str) -> str
 def split_note(msgs: list[dict], system_prompt: str) -> tuple[str | None, list[dict]]:
     """``(note text or None, the messages without system prompt and note)`` of a history saved
     from ``get_messages()``: the note folded into the system message, or one after the task
-    (the layout of ``note_role="user"`` and of older checkpoints)."""
+    (the layout of ``note_role="user"`` and of older checkpoints). A leading system message
+    with another prompt than ``system_prompt`` is dropped too (the current prompt replaces it),
+    unless ``system_prompt`` is empty."""
     note = None
     if msgs and msgs[0].get("role") == "system":
         content = str(msgs[0].get("content") or "")
         rest = content[len(system_prompt):].lstrip("\n")
         if content.startswith(system_prompt) and (rest == "" or NOTE_RE.match(rest)):
             note, msgs = (rest or None), msgs[1:]
+        elif system_prompt:  # a changed system prompt replaces the saved one (keeping its note)
+            folded = _FOLDED_NOTE_RE.search(content)
+            note, msgs = (content[folded.start():] if folded else None), msgs[1:]
     pos = 1 if msgs and msgs[0].get("role") == "user" else 0
     if note is None and len(msgs) > pos and msgs[pos].get("role") in ("system", "user") \
             and NOTE_RE.match(str(msgs[pos].get("content"))):

@@ -22,6 +22,7 @@ import time
 from typing import Any, TextIO
 
 from ..errors import ConfigError
+from ..redaction import redact
 from ..timeouts import percentile
 from .records import LLMCallRecord, MetricPoint, Span, ToolCallRecord
 
@@ -45,7 +46,7 @@ def to_json(obs: Any, indent: int | None = None) -> str:
            "llm_calls": [_record_dict(c) for c in obs.llm_calls],
            "tool_calls": [_record_dict(t) for t in obs.tool_calls],
            "events": obs.events, "metrics": [_record_dict(m) for m in obs.metrics]}
-    return json.dumps(doc, ensure_ascii=False, indent=indent, default=str)
+    return json.dumps(redact(doc), ensure_ascii=False, indent=indent, default=str)  # no secrets
 
 
 def parse_json(text: str) -> dict[str, Any]:

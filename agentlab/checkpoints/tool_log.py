@@ -1,0 +1,119 @@
+"""The durable tool-result log of one run, indexed in memory and caught up incrementally.
+
+Part of ``notebooks/11_checkpoints.ipynb``. A durable run asks the log before every tool call
+("did this call already complete?"). Re-reading the whole log for that makes each turn cost
+more than the one before (issue 13: 4 ms at 100 results, 68 ms at 3,000), so a
+``CheckpointManager`` keeps one ``ToolLogIndex`` per run:
+
+- ``refresh()`` asks the backend only for the records appended since its cursor
+  (``backend.tool_results_since(run_id, cursor)``; a backend without it is read whole, the
+  slow path); another process's records are picked up the same way;
+- lookups are dict lookups: by ``tool_call_id``, and by ``(name, arguments)`` for a model that
+  re-asks a call under a new id;
+- every record is checked once, when it enters the index: a hand-edited line of the wrong
+  shape raises ``CheckpointError("checkpoint_corrupt")`` naming the run, never a
+  ``KeyError``/``TypeError`` deep inside a resume.
+
+If the backend reports that the log was replaced (cleared, pruned) the index starts again.
+"""
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ..errors import CheckpointError
+
+__all__ = ["ToolLogIndex", "check_record", "arguments_key"]
+
+_FIELDS: dict[str, tuple[type, ...]] = {
+    "run_id": (str,), "tool_call_id": (str,), "name": (str,), "result": (str,),
+    "success": (bool,), "error_code": (str, type(None)), "arguments": (dict, type(None)),
+    "turn": (int, type(None)), "recorded_at": (str,)}
+
+
+def check_record(rec: Any, where: str) -> dict:
+    """``rec`` if it is a tool-result record of the right shape, else ``checkpoint_corrupt``."""
+    bad = None
+    if not isinstance(rec, dict):
+        bad = f"a {type(rec).__name__}, not an object"
+    else:
+        for key, types in _FIELDS.items():
+            value = rec.get(key)
+            if key not in rec or not isinstance(value, types) or \
+                    (key == "turn" and isinstance(value, bool)):
+                bad = f"field {key!r} is missing or of the wrong type ({type(value).__name__})"
+                break
+    if bad:
+        raise CheckpointError("checkpoint_corrupt", f"the tool-result log {where} holds a record "
+                              f"that agentlab did not write: {bad}. Delete that record (or the "
+                              "log) and resume; calls without a record are run again",
+                              details={"where": where, "problem": bad})
+    return rec
+
+
+def arguments_key(name: str, arguments: Any) -> str | None:
+    """The lookup key of a call by name and (already redacted) arguments."""
+    if arguments is None:
+        return None
+    try:
+        return name + "\x00" + json.dumps(arguments, sort_keys=True, ensure_ascii=False)
+    except (TypeError, ValueError):
+        return None
+
+
+class ToolLogIndex:
+    """Every recorded call of one run, by id and by (name, arguments), in completion order."""
+
+    def __init__(self, backend: Any, run_id: str) -> None:
+        self.backend, self.run_id = backend, run_id
+        self.by_id: dict[str, dict] = {}
+        self.by_call: dict[str, list[str]] = {}
+        self.cursor: Any = None
+        self.reads = 0  # backend reads so far (tests check it stays O(1) per refresh)
+
+    def add(self, rec: dict) -> None:
+        """Index one record; the first record of a call wins (that is what the model saw)."""
+        cid = rec["tool_call_id"]
+        if cid in self.by_id:
+            return
+        self.by_id[cid] = rec
+        key = arguments_key(rec["name"], rec.get("arguments"))
+        if key is not None:
+            self.by_call.setdefault(key, []).append(cid)
+
+    def refresh(self) -> "ToolLogIndex":
+        """Read what was appended since the last refresh (by any process)."""
+        since = getattr(self.backend, "tool_results_since", None)
+        where = f"of run {self.run_id}"
+        if since is None:  # a backend without the incremental read: the whole log
+            self.reads += 1
+            self._reset()
+            for rec in self.backend.tool_results(self.run_id).values():
+                self.add(check_record(rec, where))
+            return self
+        self.reads += 1
+        records, cursor = since(self.run_id, self.cursor)
+        if records is None:  # the log was replaced since our cursor: start again
+            self._reset()
+            self.reads += 1
+            records, cursor = since(self.run_id, None)
+        for rec in records or ():
+            self.add(check_record(rec, where))
+        self.cursor = cursor
+        return self
+
+    def _reset(self) -> None:
+        self.by_id.clear()
+        self.by_call.clear()
+        self.cursor = None
+
+    def find(self, tool_call_id: str, name: str, arguments_key_: str | None,
+             claimed: set[str]) -> dict | None:
+        """The record of this call id, else of an unclaimed call with the same name and args."""
+        rec = self.by_id.get(tool_call_id)
+        if rec is not None or arguments_key_ is None:
+            return rec
+        for cid in self.by_call.get(arguments_key_, ()):
+            if cid not in claimed:
+                return self.by_id[cid]
+        return None
