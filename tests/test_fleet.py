@@ -118,3 +118,19 @@ def test_cancel_a_queued_run_and_a_running_run(lf):
     assert [r["state"] for r in recs] == ["cancelled", "cancelled", "finished"]
     assert f.ledger.steps(queued) == [] and f.ledger.executions(queued) == {}
     assert recs[1]["result"]["turns"] <= 3
+
+
+def test_an_approval_gated_call_never_runs_before_approve_and_once_after(lf):
+    f = lf.fleet
+    run_id = f.submit(TASK, approve_tools=["write_file"])
+    rec = f.wait(run_id, timeout_s=20)[0]
+    assert rec["state"] == "paused" and [c["tool"] for c in rec["pending"]] == ["write_file"]
+    assert rec["result"]["stopped_reason"] == "awaiting_approval"
+    wrote = f"{run_id}:{rec['pending'][0]['call_id']}"
+    assert wrote not in f.ledger.executions(run_id)          # held: it did not run
+    assert f.show(run_id)["worker"] and not f.client.exists(f"{lf.cfg.prefix}lease:{run_id}")
+    f.approve(run_id)
+    rec = f.wait(run_id, timeout_s=20)[0]
+    assert rec["state"] == "finished" and rec["result"]["turns"] == 6
+    assert f.ledger.executions(run_id)[wrote] == 1            # ran exactly once after approval
+    assert set(f.ledger.executions(run_id).values()) == {1}

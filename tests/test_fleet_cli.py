@@ -78,3 +78,23 @@ def test_submit_wait_runs_on_a_worker_and_prints_the_answer(fleet_env, thread_wo
     assert code == 0, out
     assert out[1].startswith("finished: 6 turns, attempts 1, worker ")
     assert fleet_env.show(out[0])["state"] == "finished"
+
+
+def test_runs_reject_resumes_the_run_and_the_rejected_call_never_runs(fleet_env, thread_worker,
+                                                                      capsys, tmp_path):
+    run_id = fleet_env.submit("Research Python asyncio best practices",
+                              approve_tools=["write_file"])
+    rejected = []
+    for _ in range(3):  # the simulated researcher asks once more after a refusal
+        rec = fleet_env.wait(run_id, timeout_s=30)[0]
+        if rec["state"] != "paused":
+            break
+        rejected.append(rec["pending"][0]["call_id"])
+        assert main(["runs", "reject", run_id, rejected[-1], "--reason", "not today"]) == 0
+        assert capsys.readouterr().out == f"{run_id}: queued\n"
+    assert rec["state"] == "finished" and rejected
+    runs = fleet_env.ledger.executions(run_id)
+    assert not [c for c in rejected if f"{run_id}:{c}" in runs]   # never ran
+    assert not (tmp_path / "output" / run_id / "asyncio-report.md").exists()
+    assert main(["runs", "approve", run_id]) == 2                   # nothing is waiting now
+    assert "is finished, not paused" in capsys.readouterr().err

@@ -68,8 +68,8 @@ def run(args: argparse.Namespace) -> int:
           f"worker {rec.get('worker') or '-'}")
     if rec["state"] == "paused":
         for call in rec.get("pending") or []:
-            print(f"  waiting for approval: {call.get('name')} ({call.get('id')}): "
-                  f"agentlab runs approve {run_id} {call.get('id')}")
+            print(f"  waiting for approval: {call.get('tool')} ({call.get('call_id')}): "
+                  f"agentlab runs approve {run_id} {call.get('call_id')}")
     elif result.get("content"):
         print(result["content"])
     return 0 if rec["state"] == "finished" else 1

@@ -64,6 +64,11 @@ def build_runtime(at: Attempt) -> AgentRuntime:
     """The attempt's ``AgentRuntime`` (see the module docstring for what is plugged in)."""
     spec = at.spec
     registry = research_tools(at.output_dir / at.run_id, answers={"*": "Use your judgement."})
+    for name in spec.approve_tools:  # these calls wait for a human (chapter 13's approval)
+        opts = registry.get_options(name)
+        registry.register(registry.get_function(name), name=name, replace=True,
+                          side_effects=opts["side_effects"], timeout=opts["timeout"],
+                          requires_approval=True)
     inner = ToolExecutor(registry, default_timeout=30.0, max_workers=4)
     rt: AgentRuntime | None = None
 

@@ -18,6 +18,7 @@ from typing import Any, Iterable
 from ..errors import AgentError, ConfigError
 from .app import TASK_NAME, FleetConfig, make_app
 from .connection import RedisTarget, safe_url
+from .decisions import approve as approve_call, reject as reject_call
 from .ledger import Ledger
 from .runs import PAUSED, QUEUED, TERMINAL, RunRecords, RunSpec, new_fleet_run_id
 
@@ -87,6 +88,29 @@ class Fleet:
         elif rec["state"] == PAUSED:  # no worker holds it: a delivery ends it as cancelled
             self.records.update(run_id, state=QUEUED)
             self.enqueue(run_id)
+        return self.show(run_id)
+
+    def approve(self, run_id: str, call_id: str | None = None) -> dict:
+        """Let a paused run's call run (every pending call when ``call_id`` is None); the run
+        is queued again and continues on any worker."""
+        return self._decide(run_id, call_id, lambda cid: approve_call(self.cfg.checkpoints,
+                                                                      run_id, cid))
+
+    def reject(self, run_id: str, call_id: str | None = None, reason: str = "") -> dict:
+        """Refuse a paused run's call: the model gets ``reason`` as the tool result instead."""
+        return self._decide(run_id, call_id, lambda cid: reject_call(self.cfg.checkpoints,
+                                                                     run_id, cid, reason))
+
+    def _decide(self, run_id: str, call_id: str | None, decide: Any) -> dict:
+        rec = self.show(run_id)
+        if rec["state"] != PAUSED:
+            raise ConfigError("not_paused", f"run {run_id} is {rec['state']}, not paused: it "
+                              "has no call waiting for approval")
+        pending = [c["call_id"] for c in rec.get("pending") or []]
+        for cid in [call_id] if call_id else pending:
+            decide(cid)  # a new checkpoint revision with the decision (chapter 13's approval)
+        self.records.update(run_id, state=QUEUED, pending=[], attempts=0)  # a fresh start
+        self.enqueue(run_id)
         return self.show(run_id)
 
     # -- reading

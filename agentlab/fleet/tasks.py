@@ -57,7 +57,8 @@ def result_summary(result: Any) -> dict:
     return {"run_id": result.run_id, "state": result.state.value, "content": result.content,
             "turns": result.turns, "stopped_reason": result.stopped_reason,
             "tool_calls": len(result.tool_calls_made), "errors": result.errors,
-            "usage": result.usage, "duration_ms": round(result.duration_ms, 1)}
+            "usage": result.usage, "duration_ms": round(result.duration_ms, 1),
+            "cost_usd": result.cost_usd}
 
 
 def run_attempt(run_id: str, *, worker: str = "", task_id: str | None = None,
@@ -140,11 +141,10 @@ def _execute(run_id: str, spec: RunSpec, cfg: FleetConfig, client: Any, records:
             app.send_task(TASK_NAME, args=[run_id])  # ...or nobody does: hand it on
         return "lease_lost"
     summary = result_summary(result)
-    state = PAUSED if "PAUSED" in result.state.name else result.state.value
+    state = result.state.value
     if state == PAUSED:  # waiting for a human: hold no worker (approve re-enqueues it)
         records.update(run_id, state=PAUSED, worker=worker, result=summary,
-                       pending=json.loads(json.dumps(getattr(result, "pending_calls", []) or [],
-                                                     default=str)))
+                       pending=json.loads(json.dumps(result.pending_approvals, default=str)))
         lease.release()
         return PAUSED
     out = _end(records, ledger, run_id, state, worker, result=summary)
