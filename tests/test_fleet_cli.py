@@ -8,6 +8,8 @@ import pytest
 from celery.contrib.testing.worker import start_worker
 
 from agentlab.cli import main
+from agentlab.experiments import Experiment
+from agentlab.experiments import runner as runner_mod
 from agentlab.cli.submit import tool_limits
 from agentlab.fleet import tasks
 from agentlab.fleet.app import FleetConfig, celery_settings
@@ -98,3 +100,11 @@ def test_runs_reject_resumes_the_run_and_the_rejected_call_never_runs(fleet_env,
     assert not (tmp_path / "output" / run_id / "asyncio-report.md").exists()
     assert main(["runs", "approve", run_id]) == 2                   # nothing is waiting now
     assert "is finished, not paused" in capsys.readouterr().err
+
+
+def test_an_experiment_runs_its_cells_on_the_fleet(fleet_env, thread_worker, monkeypatch):
+    monkeypatch.setattr(runner_mod, "_FLEET", {})  # found through the entry point, not imported
+    res = Experiment(seeds=2, tasks=["dag"], settings={"dag_calls": 4}).run(
+        fleet=True, progress=False)
+    assert res.manifest["executor"] == "fleet" and len(res.runs) == 2
+    assert (res.runs["status"] == "ok").all()

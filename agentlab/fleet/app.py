@@ -115,8 +115,9 @@ def celery_settings(cfg: FleetConfig) -> dict:
 
 
 def make_app(cfg: FleetConfig | None = None) -> Celery:
-    """A Celery app with the fleet's settings; its worker loads ``agentlab.fleet.tasks``."""
-    celery = Celery("agentlab", include=["agentlab.fleet.tasks"])
+    """A Celery app with the fleet's settings; its worker loads the fleet's tasks (runs, and
+    chapter 14's sweep cells)."""
+    celery = Celery("agentlab", include=["agentlab.fleet.tasks", "agentlab.fleet.cells"])
     celery.conf.update(celery_settings(cfg or FleetConfig.from_env()))
     return celery
 
