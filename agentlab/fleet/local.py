@@ -36,11 +36,11 @@ FLEET_APP = "agentlab.fleet.app"
 
 
 def worker_args(name: str, concurrency: int = 1, pool: str = "prefork",
-                loglevel: str = "INFO") -> list[str]:
+                loglevel: str = "INFO", queue: str = "agentlab") -> list[str]:
     """The ``celery worker`` arguments of a fleet worker (``agentlab worker`` uses them too):
     the fleet's queue, and no mingle/gossip/heartbeat chatter (a worker is ready in ~0.5 s)."""
     return ["worker", f"--concurrency={concurrency}", f"--pool={pool}",
-            f"--hostname={name}@%h", f"--loglevel={loglevel}", "--queues=agentlab",
+            f"--hostname={name}@%h", f"--loglevel={loglevel}", f"--queues={queue}",
             "--without-mingle", "--without-gossip", "--without-heartbeat"]
 
 
@@ -64,9 +64,10 @@ class WorkerProcess:
 
     def __init__(self, cfg: FleetConfig, name: str, *, concurrency: int = 1,
                  pool: str = "prefork", log_dir: str | os.PathLike | None = None,
-                 extra_env: dict | None = None, app: str = FLEET_APP) -> None:
+                 extra_env: dict | None = None, app: str = FLEET_APP,
+                 queue: str = "agentlab") -> None:
         self.cfg, self.name, self.concurrency, self.pool = cfg, name, concurrency, pool
-        self.app = app
+        self.app, self.queue = app, queue
         self.log_path = Path(log_dir or tempfile.mkdtemp(prefix="agentlab-worker-")) / f"{name}.log"
         self.extra_env = dict(extra_env or {})
         self.proc: subprocess.Popen | None = None
@@ -75,7 +76,7 @@ class WorkerProcess:
     def start(self) -> "WorkerProcess":
         env = {**os.environ, **self.cfg.env(), **self.extra_env}
         cmd = [sys.executable, "-m", "celery", "-A", self.app,
-               *worker_args(self.name, self.concurrency, self.pool)]
+               *worker_args(self.name, self.concurrency, self.pool, queue=self.queue)]
         self._log = open(self.log_path, "ab")
         self._offset = self.log_path.stat().st_size
         self.proc = subprocess.Popen(cmd, env=env, stdout=self._log, stderr=subprocess.STDOUT,

@@ -32,17 +32,19 @@ from ..fleet.runs import RunRecords, RunSpec, new_fleet_run_id
 from ..research import SYSTEM_PROMPT, research_tools
 from ..runtime import AgentRuntime, RuntimeConfig
 
-__all__ = ["NAIVE_APP", "NAIVE_TASK", "naive_settings", "naive_submit", "app"]
+__all__ = ["NAIVE_APP", "NAIVE_TASK", "NAIVE_QUEUE", "naive_settings", "naive_submit", "app"]
 
 NAIVE_APP = "agentlab.naive.fleet"
 NAIVE_TASK = "agentlab.naive.fleet.run"
+#: Its own queue, so the naive fleet and the real one can share a Redis.
+NAIVE_QUEUE = "agentlab_naive"
 
 
 def naive_settings(cfg: FleetConfig, acks_late: bool = False) -> dict:
     """Celery's defaults (acks early, prefetch 4), JSON, and the same restore check as the fleet."""
     return {"broker_url": broker_url(cfg.redis_url), "result_backend": broker_url(cfg.redis_url),
             "task_serializer": "json", "result_serializer": "json", "accept_content": ["json"],
-            "task_acks_late": acks_late, "task_default_queue": "agentlab",
+            "task_acks_late": acks_late, "task_default_queue": NAIVE_QUEUE,
             "broker_transport_options": {"visibility_timeout": cfg.visibility_timeout_s,
                                          "unacked_restore_interval": 1,
                                          "unacked_restore_throttle": 1},
