@@ -2,13 +2,14 @@
 an approval panel for a paused run's calls.
 
 ``fleet_table(fleet)`` redraws the runs table from Redis every ``refresh_s`` from a background
-thread until every run it shows is terminal or paused (or ``stop()`` is called), so a cell can
+thread (by setting an HTML widget's value, never by printing) until every run it shows is terminal or paused (or ``stop()`` is called), so a cell can
 display it and move on while the fleet works. ``approval_panel(fleet, run_id)`` lists the calls
 a paused run waits on, with Approve and Reject buttons that call ``Fleet.approve`` /
 ``Fleet.reject``. ``format_runs_table`` is the plain text both show, for checked prints.
 """
 from __future__ import annotations
 
+import html
 import threading
 from collections import Counter
 from typing import Any
@@ -37,9 +38,8 @@ def format_runs_table(records: list[dict], *, short_ids: bool = True) -> str:
 def fleet_table(fleet: Any, run_ids: list[str] | None = None, *, refresh_s: float = 0.5,
                 timeout_s: float = 120.0) -> Panel:
     """A live table of ``run_ids`` (default: every run), refreshed until they all settle."""
-    out = w.Output()
-    status = w.HTML()
-    panel = Panel([status, out], title="fleet runs (chapter 13)")
+    status, table = w.HTML(), w.HTML()
+    panel = Panel([status, table], title="fleet runs (chapter 13)")
     stop = threading.Event()
 
     def records() -> list[dict]:
@@ -49,7 +49,11 @@ def fleet_table(fleet: Any, run_ids: list[str] | None = None, *, refresh_s: floa
         recs = records()
         settled = all(r["state"] in TERMINAL or r["state"] == PAUSED for r in recs)
         status.value = f"<b>{len(recs)} runs</b> — {'settled' if settled else 'live'}"
-        panel.show(out, text=format_runs_table(recs))
+        text = format_runs_table(recs)
+        # widget values only: printing into an Output widget from a thread would land in
+        # whichever cell is running at the time
+        table.value = f"<pre>{html.escape(text)}</pre>"
+        panel.show(None, text=text)
         return settled
 
     def loop() -> None:
