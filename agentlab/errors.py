@@ -77,6 +77,11 @@ CODES: dict[str, str] = {
     "permission_denied": "the Redis user may not touch these keys (another tenant's)",
     "redis_error": "Redis answered a command with an error",
     "invalid_store": "CheckpointManager(store=...) names no known backend",
+    "too_many_attempts": "a fleet run's worker died on every attempt; the run is not retried",
+    "lease_lost": "a fleet worker lost a run's lease to a newer holder; it stops without writing",
+    "run_not_found": "the fleet has no run with that id",
+    "wait_timeout": "fleet runs were still going when the wait ended",
+    "worker_start_failed": "a fleet worker process did not report ready",
 }
 
 
