@@ -66,5 +66,7 @@ def run(args: argparse.Namespace) -> int:
     except AgentError as exc:
         print(f"agentlab runs: {exc.message}", file=sys.stderr)
         return 2
-    print(f"{rec['run_id']}: {rec['state']}")
+    note = " (cancel requested: it stops at its next step)" if args.action == "cancel" \
+        and rec["state"] == "running" else ""
+    print(f"{rec['run_id']}: {rec['state']}{note}")
     return 0
