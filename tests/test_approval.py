@@ -175,3 +175,13 @@ def test_fleet_helpers_decide_from_a_store_url(redis_url):
     assert rt.run(TASK, resume_from="latest").ok and ran["write_file"] == 1
     with pytest.raises(ConfigError):
         fleet.reject(redis_url, r.run_id, call_id, reason="late")
+
+
+def test_a_streamed_run_pauses_the_same_way(tmp_path):
+    ran = Counter()
+    rt = AgentRuntime(model().llm(), tools(ran), checkpoints=CheckpointManager(tmp_path / "cp"))
+    events = list(rt.run_stream(TASK))
+    done = events[-1]
+    assert (done["state"], done["stopped_reason"]) == ("paused", "awaiting_approval")
+    assert not any(e["type"] == "tool_start" for e in events) and ran == Counter()
+    assert done["result"].pending_approvals[0]["tool"] == "write_file"
