@@ -65,7 +65,23 @@ _SECRET_WORDS = {"secret", "password", "passwd", "credential", "credentials", "a
 
 _lock = threading.Lock()
 _registered: list[str] = []
-_compiled: dict[tuple[str, ...], re.Pattern] = {}
+_compiled: dict[tuple[str, ...], "_Masker"] = {}
+#: Literal text every key shape starts with: a string holding none of them (nor a registered
+#: secret) is returned as it is, without running the regular expression over it.
+_PREFIXES = {p.strip() for p, _ in KEY_SHAPES}
+_TRIGGERS = tuple(sorted(p for p in _PREFIXES if not any(q != p and q in p for q in _PREFIXES)))
+
+
+class _Masker:
+    """A compiled pattern with the literals that must be present for it to match."""
+
+    def __init__(self, pattern: re.Pattern, triggers: tuple[str, ...]) -> None:
+        self.pattern, self.triggers = pattern, triggers
+
+    def __call__(self, text: str) -> str:
+        if not any(t in text for t in self.triggers):  # the common case, at C speed
+            return text
+        return self.pattern.sub(_replace, text)
 
 
 def is_secret_key(key: Any) -> bool:
@@ -113,7 +129,7 @@ def client_api_key(obj: Any) -> str | None:
     return None
 
 
-def _pattern(extra: Iterable[str]) -> re.Pattern:
+def _pattern(extra: Iterable[str]) -> _Masker:
     """One compiled pattern: long secrets anywhere, then whole tokens (secrets, key shapes)."""
     with _lock:
         found = [s for s in (*_registered, *extra)
@@ -124,8 +140,8 @@ def _pattern(extra: Iterable[str]) -> re.Pattern:
         anywhere = "|".join(re.escape(s) for s in names if len(s) >= ANYWHERE_LENGTH)
         exact = "|".join(re.escape(s) for s in names if len(s) < ANYWHERE_LENGTH)
         tokens = (f"(?P<exact>{exact})|" if exact else "") + _SHAPES_RE
-        pattern = re.compile((f"(?P<anywhere>{anywhere})|" if anywhere else "")
-                             + f"{_BEFORE}(?:{tokens}){_AFTER}")
+        pattern = _Masker(re.compile((f"(?P<anywhere>{anywhere})|" if anywhere else "")
+                                     + f"{_BEFORE}(?:{tokens}){_AFTER}"), names + _TRIGGERS)
         if len(_compiled) > 64:  # per-call secrets vary; keep the cache small
             _compiled.clear()
         _compiled[names] = pattern
@@ -141,7 +157,7 @@ def redact_text(text: str, secrets: Iterable[str] = ()) -> str:
     """``text`` with registered secrets, ``secrets`` and key-shaped tokens masked."""
     if not isinstance(text, str) or not text:
         return text
-    return _pattern(secrets).sub(_replace, text)
+    return _pattern(secrets)(text)
 
 
 def redact(obj: Any, secrets: Iterable[str] = (), *, keys: bool = True) -> Any:
@@ -156,9 +172,9 @@ def redact(obj: Any, secrets: Iterable[str] = (), *, keys: bool = True) -> Any:
     return _walk(obj, pattern, keys)
 
 
-def _walk(obj: Any, pattern: re.Pattern, keys: bool) -> Any:
+def _walk(obj: Any, pattern: _Masker, keys: bool) -> Any:
     if isinstance(obj, str):
-        return pattern.sub(_replace, obj) if obj else obj
+        return pattern(obj) if obj else obj
     if isinstance(obj, dict):
         return {k: (REDACTED if keys and v is not None and is_secret_key(k)
                     else _walk(v, pattern, keys)) for k, v in obj.items()}

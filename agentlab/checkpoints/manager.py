@@ -49,7 +49,6 @@ written and how it is read back.
 """
 from __future__ import annotations
 
-import json
 import logging
 import os
 import re
@@ -63,20 +62,16 @@ from ..errors import CheckpointError, ConfigError
 from ..redaction import MIN_SECRET_LENGTH, redact, registered_secrets
 from .document import FORMAT_VERSION, Checkpoint, new_checkpoint_id, render_checkpoint
 from .durable import DurableRuns, idempotency_key, attach as attach_runs
-from .redact import CallLogEncoder, to_plain
+from .redact import CallLogEncoder, encode_body, to_plain
 from .safe_point import conversation_problem, unsafe_index
 from .store import make_backend
-from .tool_log import ToolLogIndex, arguments_key
+from .tool_log import ToolLogIndex, arguments_key, new_record
 
 __all__ = ["CheckpointManager", "idempotency_key", "new_run_id"]
 
 logger = logging.getLogger(__name__)
 
 _RUN_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
-
-
-def _dumps(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
 def new_run_id() -> str:
@@ -193,18 +188,7 @@ class CheckpointManager:
         secrets = self.secrets()
         meta = to_plain(metadata or {}, "metadata", scrub=True, secrets=secrets)
         calls = tool_calls_made if isinstance(tool_calls_made, list) else list(tool_calls_made or [])
-        try:  # the heavy parts are encoded outside the store lock
-            body = {
-                "metadata": _dumps(meta),
-                "state": _dumps(to_plain(state or {}, "state", scrub=True, secrets=secrets)),
-                "tool_calls_made": self._calls.encode(calls, secrets),
-                "messages": _dumps(redact(to_plain(list(messages), "messages", scrub=False),
-                                          secrets, keys=False)),
-            }
-        except (RecursionError, ValueError, UnicodeError) as exc:  # too deep, huge int, surrogate
-            raise CheckpointError("not_serializable", f"cannot save this checkpoint: "
-                                  f"{type(exc).__name__}: {str(exc)[:200]}",
-                                  details={"reason": type(exc).__name__}) from None
+        body = encode_body(meta, state, calls, messages, self._calls, secrets)  # outside the lock
 
         def build(seq: int, revision: int) -> tuple[dict, str]:
             header = {"format_version": FORMAT_VERSION, "id": new_checkpoint_id(seq),
@@ -326,15 +310,8 @@ class CheckpointManager:
         Returns False when the call was already recorded.
         """
         run_id = self._check_run_id(run_id)
-        record = {"run_id": run_id, "tool_call_id": str(tool_call_id),
-                  "name": str(name), "result": str(result), "success": bool(success),
-                  "error_code": None if error_code is None else str(error_code),
-                  "arguments": None if arguments is None else to_plain(arguments, "arguments", False),
-                  "turn": turn, "recorded_at": datetime.now(timezone.utc).isoformat()}
-        secrets = self.secrets()  # arguments and result alike, by the same rules as a save
-        record.update(result=redact(record["result"], secrets),
-                      arguments=redact(record["arguments"], secrets),
-                      error_code=redact(record["error_code"], secrets))
+        record = new_record(run_id, tool_call_id, name, result, success, error_code, arguments,
+                            turn, self.secrets())  # arguments and result redacted alike
         added = self.backend.record_tool_result(record)
         if added and run_id in self._logs:
             self._logs[run_id].add(record)

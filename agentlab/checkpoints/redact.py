@@ -22,7 +22,7 @@ from ..errors import CheckpointError
 from ..redaction import REDACTED, is_secret_key, redact, redact_text
 
 __all__ = ["REDACTED", "scrub_secrets", "to_plain", "json_default", "is_secret_key",
-           "mask_secrets", "CallLogEncoder"]
+           "mask_secrets", "CallLogEncoder", "encode_body"]
 
 
 def mask_secrets(text: str, secrets: Iterable[str] = ()) -> str:
@@ -98,3 +98,27 @@ class CallLogEncoder:
             self._parts.append(json.dumps(plain, ensure_ascii=False, separators=(",", ":")))
         self._last = calls[-1] if calls else None
         return "[" + ",".join(self._parts) + "]"
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def encode_body(meta: dict, state: Any, calls: list, messages: list, encoder: CallLogEncoder,
+                secrets: tuple[str, ...]) -> dict[str, str]:
+    """The encoded, redacted parts of a checkpoint (``document.render_checkpoint``'s body).
+
+    ``meta`` is already plain and scrubbed; messages get every rule but the key rule (their
+    fields are never credential names). A value nested too deep, an int beyond the 4,300-digit
+    limit or text with a lone surrogate raises ``CheckpointError("not_serializable")``.
+    """
+    try:
+        return {"metadata": _dumps(meta),
+                "state": _dumps(to_plain(state or {}, "state", scrub=True, secrets=secrets)),
+                "tool_calls_made": encoder.encode(calls, secrets),
+                "messages": _dumps(redact(to_plain(list(messages), "messages", scrub=False),
+                                          secrets, keys=False))}
+    except (RecursionError, ValueError) as exc:
+        raise CheckpointError("not_serializable", f"cannot save this checkpoint: "
+                              f"{type(exc).__name__}: {str(exc)[:200]}",
+                              details={"reason": type(exc).__name__}) from None

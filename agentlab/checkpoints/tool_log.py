@@ -19,11 +19,14 @@ If the backend reports that the log was replaced (cleared, pruned) the index sta
 from __future__ import annotations
 
 import json
+from datetime import datetime, timezone
 from typing import Any
 
 from ..errors import CheckpointError
+from ..redaction import redact
+from .redact import to_plain
 
-__all__ = ["ToolLogIndex", "check_record", "arguments_key"]
+__all__ = ["ToolLogIndex", "check_record", "arguments_key", "new_record"]
 
 _FIELDS: dict[str, tuple[type, ...]] = {
     "run_id": (str,), "tool_call_id": (str,), "name": (str,), "result": (str,),
@@ -49,6 +52,19 @@ def check_record(rec: Any, where: str) -> dict:
                               "log) and resume; calls without a record are run again",
                               details={"where": where, "problem": bad})
     return rec
+
+
+def new_record(run_id: str, tool_call_id: Any, name: Any, result: Any, success: Any,
+               error_code: Any, arguments: Any, turn: Any, secrets: tuple[str, ...]) -> dict:
+    """The log record of one finished call, in the shape ``check_record`` accepts, with its
+    result, arguments and error code redacted (``agentlab.redaction``)."""
+    plain_args = None if arguments is None else to_plain(arguments, "arguments", False)
+    return {"run_id": run_id, "tool_call_id": str(tool_call_id), "name": str(name),
+            "result": redact(str(result), secrets), "success": bool(success),
+            "error_code": None if error_code is None else redact(str(error_code), secrets),
+            "arguments": redact(plain_args, secrets) if isinstance(plain_args, dict) else None,
+            "turn": None if turn is None else int(turn),
+            "recorded_at": datetime.now(timezone.utc).isoformat()}
 
 
 def arguments_key(name: str, arguments: Any) -> str | None:
