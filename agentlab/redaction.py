@@ -65,11 +65,41 @@ _SECRET_WORDS = {"secret", "password", "passwd", "credential", "credentials", "a
 
 _lock = threading.Lock()
 _registered: list[str] = []
-_compiled: dict[tuple[str, ...], re.Pattern] = {}
+_compiled: dict[tuple[str, ...], "_Masker"] = {}
+#: Literal text every key shape starts with: a string holding none of them (nor a registered
+#: secret) is returned as it is, without running the regular expression over it.
+_PREFIXES = {p.strip() for p, _ in KEY_SHAPES}
+_TRIGGERS = tuple(sorted(p for p in _PREFIXES if not any(q != p and q in p for q in _PREFIXES)))
+
+
+class _Masker:
+    """A compiled pattern with the literals that must be present for it to match."""
+
+    def __init__(self, pattern: re.Pattern, triggers: tuple[str, ...]) -> None:
+        self.pattern = pattern
+        self.trigger = re.compile("|".join(map(re.escape, triggers))).search
+
+    def __call__(self, text: str) -> str:
+        if self.trigger(text) is None:  # the common case: one scan, in C
+            return text
+        return self.pattern.sub(_replace, text)
 
 
 def is_secret_key(key: Any) -> bool:
     """True for a key that names a credential (``apiKey``, ``client_secret``, ``access_token``)."""
+    name = key if isinstance(key, str) else str(key)
+    found = _SECRET_NAMES.get(name)
+    if found is None:
+        found = _is_secret_name(name)
+        if len(_SECRET_NAMES) < 4096:  # the same few keys come back in every record
+            _SECRET_NAMES[name] = found
+    return found
+
+
+_SECRET_NAMES: dict[str, bool] = {}
+
+
+def _is_secret_name(key: str) -> bool:
     words = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", str(key)).lower()
     words = [w for w in re.split(r"[^a-z0-9]+", words) if w]
     if not words:
@@ -113,7 +143,7 @@ def client_api_key(obj: Any) -> str | None:
     return None
 
 
-def _pattern(extra: Iterable[str]) -> re.Pattern:
+def _pattern(extra: Iterable[str]) -> _Masker:
     """One compiled pattern: long secrets anywhere, then whole tokens (secrets, key shapes)."""
     with _lock:
         found = [s for s in (*_registered, *extra)
@@ -124,8 +154,8 @@ def _pattern(extra: Iterable[str]) -> re.Pattern:
         anywhere = "|".join(re.escape(s) for s in names if len(s) >= ANYWHERE_LENGTH)
         exact = "|".join(re.escape(s) for s in names if len(s) < ANYWHERE_LENGTH)
         tokens = (f"(?P<exact>{exact})|" if exact else "") + _SHAPES_RE
-        pattern = re.compile((f"(?P<anywhere>{anywhere})|" if anywhere else "")
-                             + f"{_BEFORE}(?:{tokens}){_AFTER}")
+        pattern = _Masker(re.compile((f"(?P<anywhere>{anywhere})|" if anywhere else "")
+                                     + f"{_BEFORE}(?:{tokens}){_AFTER}"), names + _TRIGGERS)
         if len(_compiled) > 64:  # per-call secrets vary; keep the cache small
             _compiled.clear()
         _compiled[names] = pattern
@@ -141,7 +171,7 @@ def redact_text(text: str, secrets: Iterable[str] = ()) -> str:
     """``text`` with registered secrets, ``secrets`` and key-shaped tokens masked."""
     if not isinstance(text, str) or not text:
         return text
-    return _pattern(secrets).sub(_replace, text)
+    return _pattern(secrets)(text)
 
 
 def redact(obj: Any, secrets: Iterable[str] = (), *, keys: bool = True) -> Any:
@@ -156,14 +186,28 @@ def redact(obj: Any, secrets: Iterable[str] = (), *, keys: bool = True) -> Any:
     return _walk(obj, pattern, keys)
 
 
-def _walk(obj: Any, pattern: re.Pattern, keys: bool) -> Any:
+_SCALARS = (int, float, bool, type(None))
+
+
+def _walk(obj: Any, mask: _Masker, keys: bool) -> Any:
+    kind = type(obj)  # exact types first: this walk runs over whole exports
+    if kind is str:
+        return mask(obj) if obj else obj
+    if kind in _SCALARS:
+        return obj
+    if kind is dict or isinstance(obj, dict):
+        out = {}
+        for k, v in obj.items():
+            if keys and v is not None and (_SECRET_NAMES.get(k) if k in _SECRET_NAMES
+                                           else is_secret_key(k)):
+                out[k] = REDACTED
+            else:
+                out[k] = v if type(v) in _SCALARS else _walk(v, mask, keys)
+        return out
+    if kind is list or kind is tuple or isinstance(obj, (list, tuple)):
+        return [v if type(v) in _SCALARS else _walk(v, mask, keys) for v in obj]
     if isinstance(obj, str):
-        return pattern.sub(_replace, obj) if obj else obj
-    if isinstance(obj, dict):
-        return {k: (REDACTED if keys and v is not None and is_secret_key(k)
-                    else _walk(v, pattern, keys)) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_walk(v, pattern, keys) for v in obj]
+        return mask(obj) if obj else obj
     return obj
 
 

@@ -3,6 +3,8 @@ approved, runs exactly once after, and a rejected call never runs (the model is 
 run pauses durably (PAUSED, awaiting_approval) in JSON, SQLite and Redis checkpoint stores."""
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections import Counter
 
 import pytest
@@ -175,3 +177,53 @@ def test_fleet_helpers_decide_from_a_store_url(redis_url):
     assert rt.run(TASK, resume_from="latest").ok and ran["write_file"] == 1
     with pytest.raises(ConfigError):
         fleet.reject(redis_url, r.run_id, call_id, reason="late")
+
+
+def test_a_streamed_run_pauses_the_same_way(tmp_path):
+    ran = Counter()
+    rt = AgentRuntime(model().llm(), tools(ran), checkpoints=CheckpointManager(tmp_path / "cp"))
+    events = list(rt.run_stream(TASK))
+    done = events[-1]
+    assert (done["state"], done["stopped_reason"]) == ("paused", "awaiting_approval")
+    assert not any(e["type"] == "tool_start" for e in events) and ran == Counter()
+    assert done["result"].pending_approvals[0]["tool"] == "write_file"
+
+
+WORKER = '''
+import sys
+from agentlab import sim
+from agentlab.checkpoints import CheckpointManager
+from agentlab.runtime import AgentRuntime
+from agentlab.tools import ToolRegistry
+
+url, resume = sys.argv[1], (sys.argv[2] if len(sys.argv) > 2 else None)
+reg = ToolRegistry()
+
+def write_file(path: str) -> str:
+    with open("effects.log", "a") as fh:
+        fh.write(path + "\\n")
+    return "written"
+
+reg.register(write_file, description="Write a file.", requires_approval=True)
+llm = sim.Simulator(sim.Script([sim.call("write_file", {"path": "r.md"}), sim.text("ok")])).llm()
+r = AgentRuntime(llm, reg, checkpoints=CheckpointManager("unused", store=url)).run(
+    "write it", resume_from=resume)
+print(r.state.value, r.run_id, *[p["call_id"] for p in r.pending_approvals])
+'''
+
+
+def test_a_run_paused_in_one_process_is_approved_from_another_and_resumed_in_a_third(
+        redis_url, tmp_path):
+    (tmp_path / "worker.py").write_text(WORKER)
+
+    def worker(*args):
+        out = subprocess.run([sys.executable, "worker.py", redis_url, *args], cwd=tmp_path,
+                             capture_output=True, text=True, timeout=60)
+        assert out.returncode == 0, out.stderr
+        return out.stdout.split()
+    state, run_id, call_id = worker()
+    assert state == "paused" and not (tmp_path / "effects.log").exists()
+    fleet.approve(redis_url, run_id, call_id)
+    latest = CheckpointManager("unused", store=redis_url).list_checkpoints(run_id)[-1]["id"]
+    assert worker(latest)[:2] == ["finished", run_id]
+    assert (tmp_path / "effects.log").read_text().split() == ["r.md"]  # ran once, after approval

@@ -9,9 +9,10 @@ from collections import Counter
 import pytest
 
 from agentlab import sim
-from agentlab.checkpoints import CheckpointManager, redact as redact_module
+from agentlab.checkpoints import CheckpointManager, calls as calls_module, redact as redact_module
 from agentlab.checkpoints.json_backend import JSONBackend
 from agentlab.checkpoints.sqlite_backend import SQLiteBackend
+from agentlab.errors import CheckpointError
 from agentlab.fleet import RedisCheckpointBackend
 from agentlab.runtime import AgentRuntime, RuntimeConfig
 from agentlab.tools import ToolRegistry
@@ -74,3 +75,37 @@ def test_a_long_run_parses_each_log_record_and_scrubs_each_call_a_bounded_number
     assert parsed["records"] <= 4 * TURNS, parsed
     assert parsed["reads"] <= 3 * TURNS, parsed
     assert scrubbed["tool_calls_made"] <= TURNS, scrubbed  # each call scrubbed once
+
+
+@pytest.mark.parametrize("store", ["json", "sqlite", "redis"])
+def test_the_call_list_is_saved_in_sealed_chunks_and_comes_back_whole(request, tmp_path,
+                                                                     monkeypatch, store):
+    if store == "redis":
+        store = request.getfixturevalue("redis_url")
+    monkeypatch.setattr(calls_module, "CHUNK_SIZE", 4)
+    script = [sim.call("lookup", {"key": f"k{i}"}) for i in range(14)] + [sim.text("done")]
+    llm = lambda: sim.Simulator(sim.Script(script)).llm()  # noqa: E731
+    cm = CheckpointManager(tmp_path / "cp", auto_save_interval=1, store=store)
+    first = AgentRuntime(llm(), _registry(), checkpoints=cm,
+                         config=RuntimeConfig(max_turns=11)).run("look up the keys")
+    assert first.state.value == "exhausted" and len(first.tool_calls_made) == 11
+    raw = cm.backend.read(None)  # what is stored: chunk ids and a short tail
+    assert len(raw.tool_calls_chunks) == 2 and len(raw.tool_calls_made) == 3
+    assert cm.load().tool_calls_made == first.tool_calls_made  # put back together
+    assert len(cm.completed_tool_calls(first.run_id)) == 11  # chunks are not tool results
+    again = CheckpointManager(tmp_path / "cp", store=store)
+    result = AgentRuntime(llm(), _registry(), checkpoints=again).run("look up the keys", "latest")
+    assert result.ok and [c["arguments"]["key"] for c in result.tool_calls_made] == \
+        [f"k{i}" for i in range(14)]
+    assert len(again.backend.read(None).tool_calls_made) < 4
+
+
+def test_a_checkpoint_whose_chunk_is_gone_is_a_checkpoint_error(tmp_path, monkeypatch):
+    monkeypatch.setattr(calls_module, "CHUNK_SIZE", 2)
+    cm = CheckpointManager(tmp_path / "cp", run_id="r")
+    cm.save(1, [], {}, [{"id": f"c{i}", "name": "f"} for i in range(5)])
+    assert [c["id"] for c in cm.load().tool_calls_made] == ["c0", "c1", "c2", "c3", "c4"]
+    (tmp_path / "cp" / "tool_results" / "r.jsonl").unlink()
+    with pytest.raises(CheckpointError) as err:
+        CheckpointManager(tmp_path / "cp").load()
+    assert err.value.code == "checkpoint_corrupt" and "chunk" in err.value.message

@@ -128,7 +128,7 @@ def _rewrite(store):
 
 @pytest.mark.parametrize("edit, code", [
     (lambda text: text[: len(text) // 2], "checkpoint_corrupt"),
-    (lambda text: text.replace('"format_version":1', '"format_version":99', 1),
+    (lambda text: text.replace(f'"format_version":{FORMAT_VERSION}', '"format_version":99', 1),
      "checkpoint_incompatible"),
     (lambda text: "[1, 2]", "checkpoint_corrupt"),
 ])

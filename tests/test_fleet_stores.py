@@ -3,6 +3,10 @@ test_durability run those on Redis too): tenant isolation through ACL users, cle
 Redis is unreachable or refuses the credentials, and the backend factory's URL plug-in."""
 from __future__ import annotations
 
+import subprocess
+import sys
+import threading
+
 import pytest
 import redis
 
@@ -142,3 +146,27 @@ def test_the_tool_log_is_read_incrementally_and_a_replaced_log_is_noticed(redis_
         other.record_tool_result(_record(cid))
     assert log.tool_results_since("r", cursor) == (None, None)  # the reader must start again
     assert len(log.tool_results_since("r", None)[0]) == 4
+
+
+def test_redis_state_is_shared_by_threads_and_processes(redis_url):
+    store, errors = RedisStateStore(redis_url), []
+
+    def work(n):
+        try:
+            for i in range(25):
+                store.save(f"t{n}_{i}", {"n": n, "i": i})
+                assert store.load(f"t{n}_{i}") == {"n": n, "i": i}
+        except Exception as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+    threads = [threading.Thread(target=work, args=(n,)) for n in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == [] and len(store.keys()) == 150
+    code = ("from agentlab.fleet import RedisStateStore; import sys; "
+            "s = RedisStateStore(sys.argv[1]); print(s.load('t5_24')['i']); s.save('child', [1])")
+    out = subprocess.run([sys.executable, "-c", code, redis_url], capture_output=True, text=True,
+                         timeout=60)
+    assert out.returncode == 0 and out.stdout.strip() == "24", out.stderr
+    assert store.load("child") == [1]

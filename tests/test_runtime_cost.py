@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from agentlab import sim
+from agentlab.checkpoints import CheckpointManager
 from agentlab.errors import ConfigError
 from agentlab.experiments.ratelimit import LimitedLLM
 from agentlab.models import cost_usd, register_model, unregister_model
@@ -23,12 +24,13 @@ def registry() -> ToolRegistry:
     return reg
 
 
-def run(cap=None, output_cap=200, observer=None):
+def run(cap=None, output_cap=200, observer=None, checkpoints=None, resume_from=None):
     s = sim.Simulator(sim.Script([sim.call("step", {"n": i}) for i in range(STEPS)]
                                  + [sim.text("all done")]))
     llm = LimitedLLM(s.llm(), max_output_tokens=output_cap)  # sends max_completion_tokens
-    rt = AgentRuntime(llm, registry(), config=RuntimeConfig(max_cost_usd=cap), observer=observer)
-    return s, rt, rt.run("do the steps")
+    rt = AgentRuntime(llm, registry(), config=RuntimeConfig(max_cost_usd=cap), observer=observer,
+                      checkpoints=checkpoints)
+    return s, rt, rt.run("do the steps", resume_from=resume_from)
 
 
 def test_every_result_reports_its_spend_like_the_observer():
@@ -77,3 +79,12 @@ def test_a_cap_needs_a_priced_model_and_a_positive_budget():
     for bad in (0, -1.0, float("inf"), True):
         with pytest.raises(ConfigError):
             RuntimeConfig(max_cost_usd=bad)
+
+
+def test_the_spend_carries_over_a_resume(tmp_path):
+    full = run()[2]
+    stopped = run(round(full.cost_usd * 0.5, 6), checkpoints=CheckpointManager(tmp_path))[2]
+    assert stopped.state is RunState.EXHAUSTED and 0 < stopped.cost_usd < full.cost_usd
+    s, rt, resumed = run(1.0, checkpoints=CheckpointManager(tmp_path), resume_from="latest")
+    assert resumed.ok and resumed.run_id == stopped.run_id
+    assert resumed.cost_usd == pytest.approx(full.cost_usd, rel=0.05)  # the whole run's spend

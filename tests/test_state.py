@@ -95,9 +95,11 @@ def test_tuples_are_stored_as_lists(store):
     assert store.load("t") == {"pair": [1, 2]}
 
 
-@pytest.mark.parametrize("kind", ["file", "sqlite"])
-def test_persists_across_instances(tmp_path, kind):
-    make = (lambda: StateStore(tmp_path / "s")) if kind == "file" else (lambda: SQLiteStateStore(tmp_path / "s.db"))
+@pytest.mark.parametrize("kind", ["file", "sqlite", "redis"])
+def test_persists_across_instances(request, tmp_path, kind):
+    make = {"file": lambda: StateStore(tmp_path / "s"),
+            "sqlite": lambda: SQLiteStateStore(tmp_path / "s.db"),
+            "redis": lambda: RedisStateStore(request.getfixturevalue("redis_url"))}[kind]
     make().save("progress", VALUE)
     assert make().load("progress") == VALUE
     assert make().keys() == ["progress"]

@@ -7,7 +7,10 @@ Taught in ``notebooks/11_checkpoints.ipynb``:
   phase, checkpoints at safe points, tool results recorded as they complete, never run twice);
 - ``document.py``: the ``Checkpoint`` record, its ids, format version and on-disk text;
 - ``store.py``: what a backend offers; ``json_backend.py`` and ``sqlite_backend.py``;
-- ``safe_point.py``: when a history can be saved; ``redact.py``: what never reaches disk.
+- ``tool_log.py``: the tool-result log of a run, indexed in memory and read incrementally;
+- ``calls.py``: a long run's ``tool_calls_made`` list, encoded once and saved in chunks;
+- ``safe_point.py``: when a history can be saved (and what ``load`` accepts as a
+  conversation); ``redact.py``: what never reaches disk (through ``agentlab.redaction``).
 """
 from .document import FORMAT_VERSION, Checkpoint
 from .durable import DurableExecutor, DurableRuns, ReplayedResult, attach, idempotency_key

@@ -28,15 +28,25 @@ __all__ = ["FORMAT_VERSION", "MIGRATIONS", "ID_RE", "Checkpoint", "new_checkpoin
 
 #: Version of the on-disk checkpoint format. Bump it when the layout changes, and add a
 #: migration to ``MIGRATIONS``; a file with a version not listed there is refused.
-FORMAT_VERSION = 1
+#: Version 2 (issue 13) added ``tool_calls_chunks``: the sealed chunks of a long run's
+#: ``tool_calls_made`` list live in the run's tool-result log (``calls.py``), and the
+#: checkpoint holds their ids and the tail.
+FORMAT_VERSION = 2
+
+
+def _v1_to_v2(doc: dict) -> dict:
+    """Version 1 held the whole ``tool_calls_made`` list: no chunks."""
+    return {**doc, "format_version": 2, "tool_calls_chunks": []}
+
+
 #: Older versions this code can upgrade: ``{version: function(doc) -> doc of version + 1}``.
-MIGRATIONS: dict[int, Callable[[dict], dict]] = {}
+MIGRATIONS: dict[int, Callable[[dict], dict]] = {1: _v1_to_v2}
 #: What a checkpoint id looks like (anything else is not a checkpoint of this store).
 ID_RE = re.compile(r"^(\d{8})-(\d{19})-([0-9a-f]{6})$")
 
 _REQUIRED = {"format_version": int, "id": str, "run_id": str, "revision": int, "turn": int,
              "created_at": str, "messages": list, "state": dict, "tool_calls_made": list,
-             "metadata": dict}
+             "metadata": dict, "tool_calls_chunks": list}
 
 
 @dataclass
@@ -46,6 +56,8 @@ class Checkpoint:
     ``revision`` counts the checkpoints of one ``run_id`` (1, 2, ... across resumes);
     ``created_at`` is wall-clock UTC (ISO 8601); ``metadata`` holds ``saved_due_to``, the task,
     the model, the tools, the token usage and the time used (``elapsed_s``).
+    ``tool_calls_chunks`` are the ids of the sealed chunks of ``tool_calls_made`` on disk;
+    ``CheckpointManager.load`` puts them back in front of the tail, and empties this list.
     """
 
     id: str
@@ -58,6 +70,7 @@ class Checkpoint:
     metadata: dict[str, Any] = field(default_factory=dict)
     created_at: str = ""
     format_version: int = FORMAT_VERSION
+    tool_calls_chunks: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

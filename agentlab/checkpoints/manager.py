@@ -30,10 +30,10 @@ What the article's manager got wrong and this one does not:
   checkpoints; ``delete_run`` removes a run with its tool-result log;
 - ``load()`` checks that the messages it returns are a valid conversation;
 - the cost of a turn does not grow with the run (issue 13): the tool-result log is indexed in
-  memory and read incrementally (``tool_log.py``), each ``tool_calls_made`` record is scrubbed
-  and encoded once (``redact.CallLogEncoder``). What still grows is the size of a checkpoint:
-  it holds the whole ``tool_calls_made`` list (about 150 bytes a call) and the history, which
-  the runtime's context budget keeps bounded;
+  memory and read incrementally (``tool_log.py``); each ``tool_calls_made`` record is scrubbed
+  and encoded once, and full chunks of 256 records are written once to the run's tool log
+  (``calls.py``), so a checkpoint holds fewer than 256 call records plus chunk ids. What
+  remains proportional is the history, which the runtime's context budget keeps bounded;
 - no directory or database file is created until the first write.
 
 Run identity (book 1.4): a run keeps its ``run_id`` when it resumes; ``revision`` is
@@ -49,7 +49,6 @@ written and how it is read back.
 """
 from __future__ import annotations
 
-import json
 import logging
 import os
 import re
@@ -63,20 +62,17 @@ from ..errors import CheckpointError, ConfigError
 from ..redaction import MIN_SECRET_LENGTH, redact, registered_secrets
 from .document import FORMAT_VERSION, Checkpoint, new_checkpoint_id, render_checkpoint
 from .durable import DurableRuns, idempotency_key, attach as attach_runs
-from .redact import CallLogEncoder, to_plain
+from .calls import CallListEncoder, chunk_record, join_chunks
+from .redact import encode_body, to_plain
 from .safe_point import conversation_problem, unsafe_index
 from .store import make_backend
-from .tool_log import ToolLogIndex, arguments_key
+from .tool_log import ToolLogIndex, arguments_key, new_record
 
 __all__ = ["CheckpointManager", "idempotency_key", "new_run_id"]
 
 logger = logging.getLogger(__name__)
 
 _RUN_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
-
-
-def _dumps(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
 def new_run_id() -> str:
@@ -117,7 +113,7 @@ class CheckpointManager:
             self.add_secret(value)
         self._last_saved_turn = 0
         self.last_error: BaseException | None = None
-        self._calls = CallLogEncoder()
+        self._calls = CallListEncoder()
         self._logs: dict[str, ToolLogIndex] = {}
 
     # -- identity
@@ -193,18 +189,19 @@ class CheckpointManager:
         secrets = self.secrets()
         meta = to_plain(metadata or {}, "metadata", scrub=True, secrets=secrets)
         calls = tool_calls_made if isinstance(tool_calls_made, list) else list(tool_calls_made or [])
-        try:  # the heavy parts are encoded outside the store lock
-            body = {
-                "metadata": _dumps(meta),
-                "state": _dumps(to_plain(state or {}, "state", scrub=True, secrets=secrets)),
-                "tool_calls_made": self._calls.encode(calls, secrets),
-                "messages": _dumps(redact(to_plain(list(messages), "messages", scrub=False),
-                                          secrets, keys=False)),
-            }
-        except (RecursionError, ValueError, UnicodeError) as exc:  # too deep, huge int, surrogate
-            raise CheckpointError("not_serializable", f"cannot save this checkpoint: "
-                                  f"{type(exc).__name__}: {str(exc)[:200]}",
-                                  details={"reason": type(exc).__name__}) from None
+        try:  # 1. the call list: new records encoded, full chunks recorded before the checkpoint
+            chunk_ids, sealed, tail = self._calls.encode(calls, secrets)
+            for chunk_id, text in sealed:
+                self.backend.record_tool_result(chunk_record(run, chunk_id, text))
+        except (RecursionError, ValueError) as exc:
+            self._calls.reset()
+            raise CheckpointError("not_serializable", f"cannot save tool_calls_made: "
+                                  f"{type(exc).__name__}: {str(exc)[:200]}") from None
+        except BaseException:
+            self._calls.reset()  # sealed again (and recorded) by the next save
+            raise
+        # 2. the rest, encoded outside the store lock
+        body = encode_body(meta, state, tail, chunk_ids, messages, secrets)
 
         def build(seq: int, revision: int) -> tuple[dict, str]:
             header = {"format_version": FORMAT_VERSION, "id": new_checkpoint_id(seq),
@@ -267,6 +264,10 @@ class CheckpointManager:
         if checkpoint_id == "latest":
             checkpoint_id = None
         cp = self.backend.read(checkpoint_id)
+        if cp is not None and cp.tool_calls_chunks:  # a long run: its call list in chunks
+            cp.tool_calls_made = join_chunks(cp.tool_calls_chunks, self._log(cp.run_id).chunks,
+                                             cp.tool_calls_made, f"checkpoint {cp.id}")
+            cp.tool_calls_chunks = []
         problem = None if cp is None else conversation_problem(cp.messages)
         if problem:
             raise CheckpointError("checkpoint_corrupt", f"checkpoint {cp.id} (run {cp.run_id}) does "
@@ -326,15 +327,8 @@ class CheckpointManager:
         Returns False when the call was already recorded.
         """
         run_id = self._check_run_id(run_id)
-        record = {"run_id": run_id, "tool_call_id": str(tool_call_id),
-                  "name": str(name), "result": str(result), "success": bool(success),
-                  "error_code": None if error_code is None else str(error_code),
-                  "arguments": None if arguments is None else to_plain(arguments, "arguments", False),
-                  "turn": turn, "recorded_at": datetime.now(timezone.utc).isoformat()}
-        secrets = self.secrets()  # arguments and result alike, by the same rules as a save
-        record.update(result=redact(record["result"], secrets),
-                      arguments=redact(record["arguments"], secrets),
-                      error_code=redact(record["error_code"], secrets))
+        record = new_record(run_id, tool_call_id, name, result, success, error_code, arguments,
+                            turn, self.secrets())  # arguments and result redacted alike
         added = self.backend.record_tool_result(record)
         if added and run_id in self._logs:
             self._logs[run_id].add(record)

@@ -22,7 +22,7 @@ from ..errors import CheckpointError
 from ..redaction import REDACTED, is_secret_key, redact, redact_text
 
 __all__ = ["REDACTED", "scrub_secrets", "to_plain", "json_default", "is_secret_key",
-           "mask_secrets", "CallLogEncoder"]
+           "mask_secrets", "encode_body"]
 
 
 def mask_secrets(text: str, secrets: Iterable[str] = ()) -> str:
@@ -72,29 +72,26 @@ def json_default(obj: Any) -> Any:
     return _plain(obj, "messages", scrub=False)
 
 
-class CallLogEncoder:
-    """The redacted JSON of a run's ``tool_calls_made`` list, each record encoded once.
+def _dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
-    The list only grows during a run (the loop appends one record per call and never edits
-    one), so a save encodes the records added since the previous save and joins the cached
-    pieces: scrubbing costs O(new records) per save, not O(all). The cache starts again when
-    it is handed a different list (a new run, a resume), a shorter one, one whose last cached
-    record is not the same object any more, or when the secrets to mask changed.
+
+def encode_body(meta: dict, state: Any, calls_json: str, chunk_ids: list[str], messages: list,
+                secrets: tuple[str, ...]) -> dict[str, str]:
+    """The encoded, redacted parts of a checkpoint (``document.render_checkpoint``'s body).
+
+    ``meta`` is already plain and scrubbed, ``calls_json`` already encoded (``calls.py``);
+    messages get every rule but the key rule (their fields are never credential names). A
+    value nested too deep or an int beyond the 4,300-digit limit raises
+    ``CheckpointError("not_serializable")``.
     """
-
-    def __init__(self) -> None:
-        self._list: list | None = None
-        self._last: Any = None
-        self._parts: list[str] = []
-        self._secrets: tuple[str, ...] = ()
-
-    def encode(self, calls: list, secrets: tuple[str, ...]) -> str:
-        n = len(self._parts)
-        if (calls is not self._list or len(calls) < n or secrets != self._secrets
-                or (n and calls[n - 1] is not self._last)):
-            self._list, self._parts, self._secrets, n = calls, [], secrets, 0
-        for i in range(n, len(calls)):
-            plain = to_plain(calls[i], f"tool_calls_made[{i}]", scrub=True, secrets=secrets)
-            self._parts.append(json.dumps(plain, ensure_ascii=False, separators=(",", ":")))
-        self._last = calls[-1] if calls else None
-        return "[" + ",".join(self._parts) + "]"
+    try:
+        return {"metadata": _dumps(meta),
+                "state": _dumps(to_plain(state or {}, "state", scrub=True, secrets=secrets)),
+                "tool_calls_made": calls_json, "tool_calls_chunks": _dumps(chunk_ids),
+                "messages": _dumps(redact(to_plain(list(messages), "messages", scrub=False),
+                                          secrets, keys=False))}
+    except (RecursionError, ValueError) as exc:
+        raise CheckpointError("not_serializable", f"cannot save this checkpoint: "
+                              f"{type(exc).__name__}: {str(exc)[:200]}",
+                              details={"reason": type(exc).__name__}) from None

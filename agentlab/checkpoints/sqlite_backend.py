@@ -169,11 +169,10 @@ class SQLiteBackend:
             row = con.execute("SELECT run_id FROM checkpoints WHERE id=?", (checkpoint_id,)).fetchone()
             if row is None:
                 return False
-            con.execute("BEGIN IMMEDIATE")
-            con.execute("DELETE FROM checkpoints WHERE id=?", (checkpoint_id,))
-            con.execute("DELETE FROM tool_results WHERE run_id=? AND NOT EXISTS (SELECT 1 FROM "
-                        "checkpoints WHERE run_id=?)", (row[0], row[0]))
-            con.execute("COMMIT")
+            with self._transaction(con):
+                con.execute("DELETE FROM checkpoints WHERE id=?", (checkpoint_id,))
+                con.execute("DELETE FROM tool_results WHERE run_id=? AND NOT EXISTS (SELECT 1 "
+                            "FROM checkpoints WHERE run_id=?)", (row[0], row[0]))
             return True
 
     def delete_run(self, run_id: str) -> int:
@@ -181,11 +180,22 @@ class SQLiteBackend:
         with self._connect() as con:
             if con is None:
                 return 0
-            con.execute("BEGIN IMMEDIATE")
-            n = con.execute("DELETE FROM checkpoints WHERE run_id=?", (run_id,)).rowcount
-            con.execute("DELETE FROM tool_results WHERE run_id=?", (run_id,))
-            con.execute("COMMIT")
+            with self._transaction(con):
+                n = con.execute("DELETE FROM checkpoints WHERE run_id=?", (run_id,)).rowcount
+                con.execute("DELETE FROM tool_results WHERE run_id=?", (run_id,))
             return n
+
+    @staticmethod
+    @contextlib.contextmanager
+    def _transaction(con: sqlite3.Connection) -> Iterator[None]:
+        """``BEGIN IMMEDIATE`` ... ``COMMIT``, rolled back if anything fails."""
+        con.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        except BaseException:
+            con.execute("ROLLBACK")
+            raise
+        con.execute("COMMIT")
 
     def clear(self) -> int:
         with self._connect() as con:

@@ -10,6 +10,8 @@ more than the one before (issue 13: 4 ms at 100 results, 68 ms at 3,000), so a
   slow path); another process's records are picked up the same way;
 - lookups are dict lookups: by ``tool_call_id``, and by ``(name, arguments)`` for a model that
   re-asks a call under a new id;
+- the sealed chunks of ``tool_calls_made`` (``calls.py``) share the log but not the index of
+  calls: they are never replayed as a tool result nor listed by ``completed_tool_calls``;
 - every record is checked once, when it enters the index: a hand-edited line of the wrong
   shape raises ``CheckpointError("checkpoint_corrupt")`` naming the run, never a
   ``KeyError``/``TypeError`` deep inside a resume.
@@ -19,11 +21,15 @@ If the backend reports that the log was replaced (cleared, pruned) the index sta
 from __future__ import annotations
 
 import json
+from datetime import datetime, timezone
 from typing import Any
 
 from ..errors import CheckpointError
+from ..redaction import redact
+from .calls import CHUNK_TOOL
+from .redact import to_plain
 
-__all__ = ["ToolLogIndex", "check_record", "arguments_key"]
+__all__ = ["ToolLogIndex", "check_record", "arguments_key", "new_record"]
 
 _FIELDS: dict[str, tuple[type, ...]] = {
     "run_id": (str,), "tool_call_id": (str,), "name": (str,), "result": (str,),
@@ -51,6 +57,19 @@ def check_record(rec: Any, where: str) -> dict:
     return rec
 
 
+def new_record(run_id: str, tool_call_id: Any, name: Any, result: Any, success: Any,
+               error_code: Any, arguments: Any, turn: Any, secrets: tuple[str, ...]) -> dict:
+    """The log record of one finished call, in the shape ``check_record`` accepts, with its
+    result, arguments and error code redacted (``agentlab.redaction``)."""
+    plain_args = None if arguments is None else to_plain(arguments, "arguments", False)
+    return {"run_id": run_id, "tool_call_id": str(tool_call_id), "name": str(name),
+            "result": redact(str(result), secrets), "success": bool(success),
+            "error_code": None if error_code is None else redact(str(error_code), secrets),
+            "arguments": redact(plain_args, secrets) if isinstance(plain_args, dict) else None,
+            "turn": None if turn is None else int(turn),
+            "recorded_at": datetime.now(timezone.utc).isoformat()}
+
+
 def arguments_key(name: str, arguments: Any) -> str | None:
     """The lookup key of a call by name and (already redacted) arguments."""
     if arguments is None:
@@ -68,12 +87,16 @@ class ToolLogIndex:
         self.backend, self.run_id = backend, run_id
         self.by_id: dict[str, dict] = {}
         self.by_call: dict[str, list[str]] = {}
+        self.chunks: dict[str, dict] = {}  # sealed chunks of tool_calls_made (``calls.py``)
         self.cursor: Any = None
         self.reads = 0  # backend reads so far (tests check it stays O(1) per refresh)
 
     def add(self, rec: dict) -> None:
         """Index one record; the first record of a call wins (that is what the model saw)."""
         cid = rec["tool_call_id"]
+        if rec["name"] == CHUNK_TOOL:  # not a tool call: never replayed, never listed
+            self.chunks.setdefault(cid, rec)
+            return
         if cid in self.by_id:
             return
         self.by_id[cid] = rec
@@ -105,6 +128,7 @@ class ToolLogIndex:
     def _reset(self) -> None:
         self.by_id.clear()
         self.by_call.clear()
+        self.chunks.clear()
         self.cursor = None
 
     def find(self, tool_call_id: str, name: str, arguments_key_: str | None,

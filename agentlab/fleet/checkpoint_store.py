@@ -16,8 +16,9 @@ Keys of tenant ``T`` (all under ``agentlab:T:``, the pattern its ACL user is lim
   predates a deleted and re-created log notices; ``toolruns`` — the runs that have a log (so
   ``clear`` needs no ``SCAN``).
 
-Atomicity: ``write`` reads the counters under ``WATCH`` and commits the new document, the
-counters, the index and the pruning in one ``MULTI``/``EXEC``; if another writer got in between,
+Atomicity: ``write`` reads the counters under ``WATCH`` (in one pipelined round trip) and
+commits the new document, the counters, the indexes and the pruning in one ``MULTI``/``EXEC``
+(three round trips in all); if another writer got in between,
 it retries with fresh numbers, so ``seq`` and ``revision`` are allocated once across machines and
 without gaps. ``record_tool_result`` is one Lua script: ``HSETNX`` (the first record of a call
 wins) and, only if it was new, the append to the order list; ``tool_results_since`` is another,
@@ -113,13 +114,16 @@ class RedisCheckpointBackend:
             while True:
                 try:
                     pipe.watch(self._seq, self._revisions, self._index, run_index)
-                    seq = int(pipe.get(self._seq) or 0) + 1
-                    revision = int(pipe.hget(self._revisions, run_id) or 0) + 1
+                    with self.target.client.pipeline(transaction=False) as reads:  # one round trip
+                        reads.get(self._seq)
+                        reads.hget(self._revisions, run_id)
+                        reads.zrange(run_index, 0, -1)
+                        last_seq, last_revision, kept = reads.execute()
+                    seq, revision = int(last_seq or 0) + 1, int(last_revision or 0) + 1
                     header, text = build(seq, revision)
                     data = text.encode("utf-8")
-                    excess = 0 if max_keep is None else pipe.zcard(run_index) + 1 - max_keep
-                    drop = [d.decode() for d in pipe.zrange(run_index, 0, excess - 1)] \
-                        if excess > 0 else []
+                    excess = 0 if max_keep is None else len(kept) + 1 - max_keep
+                    drop = [d.decode() for d in kept[:max(excess, 0)]]
                     pipe.multi()
                     pipe.set(self._seq, seq)
                     pipe.hset(self._revisions, run_id, revision)
