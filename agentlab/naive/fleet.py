@@ -32,7 +32,8 @@ from ..fleet.runs import RunRecords, RunSpec, new_fleet_run_id
 from ..research import SYSTEM_PROMPT, research_tools
 from ..runtime import AgentRuntime, RuntimeConfig
 
-__all__ = ["NAIVE_APP", "NAIVE_TASK", "NAIVE_QUEUE", "naive_settings", "naive_submit", "app"]
+__all__ = ["NAIVE_APP", "NAIVE_TASK", "NAIVE_QUEUE", "naive_settings", "naive_books",
+           "naive_submit", "app"]
 
 NAIVE_APP = "agentlab.naive.fleet"
 NAIVE_TASK = "agentlab.naive.fleet.run"
@@ -51,6 +52,13 @@ def naive_settings(cfg: FleetConfig, acks_late: bool = False) -> dict:
             "broker_connection_retry_on_startup": True, "worker_hijack_root_logger": False}
 
 
+def naive_books(client: Any, cfg: FleetConfig) -> tuple[RunRecords, Ledger]:
+    """The naive fleet's run records and ledger: its own namespace, so its counts never mix
+    with the real fleet's in the same Redis."""
+    prefix = f"{cfg.prefix}naive:"
+    return RunRecords(client, prefix), Ledger(client, prefix)
+
+
 app = Celery("agentlab-naive")
 app.conf.update(naive_settings(FleetConfig.from_env(),
                                acks_late=os.environ.get("AGENTLAB_NAIVE_ACKS_LATE") == "1"))
@@ -61,7 +69,7 @@ def naive_run(run_id: str) -> str:
     """Run the task from the start, every time it is delivered (no lease, no resume)."""
     cfg = FleetConfig.from_env()
     client = RedisTarget(cfg.redis_url).client
-    records, ledger = RunRecords(client, cfg.prefix), Ledger(client, cfg.prefix)
+    records, ledger = naive_books(client, cfg)
     spec = RunSpec.from_dict(records.get(run_id)["spec"])
     records.update(run_id, state="running", worker=socket.gethostname())
     registry = research_tools(f"{cfg.fleet_dir}/naive/{run_id}", answers={"*": "Go on."})
@@ -76,7 +84,7 @@ def naive_run(run_id: str) -> str:
 
 
 def naive_submit(records: RunRecords, task: str, celery: Any = None, **options: Any) -> str:
-    """Record a run and queue it on the naive fleet; returns its id."""
+    """Record a run (in ``naive_books``' records) and queue it on the naive fleet; its id."""
     run_id = new_fleet_run_id()
     records.create(run_id, RunSpec(task=task, **options))
     (celery or app).send_task(NAIVE_TASK, args=[run_id])
