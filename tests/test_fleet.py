@@ -134,3 +134,16 @@ def test_an_approval_gated_call_never_runs_before_approve_and_once_after(lf):
     assert rec["state"] == "finished" and rec["result"]["turns"] == 6
     assert f.ledger.executions(run_id)[wrote] == 1            # ran exactly once after approval
     assert set(f.ledger.executions(run_id).values()) == {1}
+
+
+def test_a_holder_that_loses_its_lease_stops_writes_nothing_and_the_run_moves_on(lf):
+    f = lf.fleet
+    run_id = f.submit(TASK, tool_latency_s=0.3)
+    wait_for(lambda: started_turn(f, run_id, 2))
+    f.client.delete(f"{lf.cfg.prefix}lease:{run_id}")  # as if a newer holder took it and died
+    f.client.incr(f"{lf.cfg.prefix}fence:{run_id}")
+    rec = f.wait(run_id, timeout_s=20)[0]
+    assert rec["state"] == "finished" and rec["attempts"] == 2   # handed on, not stranded
+    assert f.ledger.steps_twice(run_id) == []
+    first = {s["token"] for s in f.ledger.steps(run_id)}
+    assert len(first) == 2

@@ -7,8 +7,9 @@ workers share, and plugs the fleet in at the runtime's public seams only:
 
 - the executor: ``GuardedExecutor`` around the ``ToolExecutor`` (lease, ledger, tool limits);
 - the checkpoint store: ``FencedBackend`` around the shared backend (writes need the lease);
-- hooks: ``turn_start`` / ``turn_end`` go to the ledger, and ``turn_start`` is a safe point at
-  which a cancel flag or a lost lease turns into ``runtime.cancel()``.
+- hooks: ``turn_start`` / ``turn_end`` go to the ledger (a turn's end only while the lease
+  holds), and ``turn_start`` is a safe point at which a cancel flag or a lost lease turns into
+  ``runtime.cancel()``.
 
 ``start_reference`` gives the attempt its ``resume_from``: the run's newest checkpoint, or, on
 its first attempt, a checkpoint of the run's opening (system prompt and task) written under
@@ -93,9 +94,12 @@ def build_runtime(at: Attempt) -> AgentRuntime:
         if at.should_stop() or not at.lease_ok():
             rt.cancel()
 
+    def turn_end(event: dict) -> None:  # a step counts as done only under a valid lease: a
+        if at.lease_ok():                  # superseded holder's turn ran none of its tools
+            at.ledger.step(at.run_id, event["turn"], "turn_end", at.token, at.worker)
+
     rt.on("turn_start", turn_start)
-    rt.on("turn_end", lambda e: at.ledger.step(at.run_id, e["turn"], "turn_end", at.token,
-                                               at.worker))
+    rt.on("turn_end", turn_end)
     return rt
 
 
