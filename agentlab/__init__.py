@@ -31,6 +31,8 @@ _EXPORTS: dict[str, str] = {
     "DependencyAwareExecutor": "dag",
     # 11-12 durability and observability
     "CheckpointManager": "checkpoints", "AgentObserver": "observe", "RunReport": "observe",
+    # 13 the fleet
+    "RedisStateStore": "fleet",
     # the simulator
     "Simulator": "sim",
     # 14 experiments

@@ -72,6 +72,16 @@ CODES: dict[str, str] = {
     "worker_died": "a sweep's worker process died; run the sweep again to resume",
     "cost_budget": "a model call was not sent: it could exceed the run's cost budget",
     "unpriced_model": "a cost cap was set for a model without prices in agentlab.models",
+    "redis_unavailable": "the Redis server cannot be reached or timed out; retry once it is up",
+    "redis_auth_failed": "Redis refused the user name or password of the URL",
+    "permission_denied": "the Redis user may not touch these keys (another tenant's)",
+    "redis_error": "Redis answered a command with an error",
+    "invalid_store": "CheckpointManager(store=...) names no known backend",
+    "too_many_attempts": "a fleet run's worker died on every attempt; the run is not retried",
+    "lease_lost": "a fleet worker lost a run's lease to a newer holder; it stops without writing",
+    "run_not_found": "the fleet has no run with that id",
+    "wait_timeout": "fleet runs were still going when the wait ended",
+    "worker_start_failed": "a fleet worker process did not report ready",
 }
 
 

@@ -12,6 +12,7 @@ price — never another model's numbers. ``register_model`` adds one (a local mo
 from __future__ import annotations
 
 import json
+import math
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,7 +20,7 @@ from pathlib import Path
 from .errors import ConfigError
 
 __all__ = ["DEFAULT_MODEL", "MODELS_PATH", "ModelInfo", "model_info", "register_model",
-           "known_models", "price_table", "unregister_model"]
+           "known_models", "price_table", "unregister_model", "cost_usd", "require_prices"]
 
 #: The model used when none is given (an OpenAI model name; the simulator answers as it).
 DEFAULT_MODEL = "gpt-4o"
@@ -72,6 +73,23 @@ def price_table() -> dict[str, dict[str, float]]:
     return {name: {"input": info.input_usd_per_1m, "output": info.output_usd_per_1m}
             for name, info in models.items()
             if info.input_usd_per_1m is not None and info.output_usd_per_1m is not None}
+
+
+def cost_usd(model: str, prompt_tokens: float, completion_tokens: float) -> float:
+    """What the tokens cost at the table's prices (USD); NaN for a model without prices."""
+    info = model_info(model)
+    if info is None or info.input_usd_per_1m is None or info.output_usd_per_1m is None:
+        return math.nan
+    return (prompt_tokens * info.input_usd_per_1m
+            + completion_tokens * info.output_usd_per_1m) / 1e6
+
+
+def require_prices(model: str) -> None:
+    """Raise ``ConfigError("unpriced_model")`` when ``model`` has no price (a cap needs one)."""
+    if math.isnan(cost_usd(model, 1, 1)):
+        raise ConfigError("unpriced_model", f"model {model!r} has no price in agentlab.models; "
+                          "call agentlab.models.register_model(name, ..., input_usd_per_1m=..., "
+                          "output_usd_per_1m=...) or run without a cost cap")
 
 
 def known_models() -> list[str]:

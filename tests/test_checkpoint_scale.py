@@ -13,6 +13,7 @@ from agentlab.checkpoints import CheckpointManager, calls as calls_module, redac
 from agentlab.checkpoints.json_backend import JSONBackend
 from agentlab.checkpoints.sqlite_backend import SQLiteBackend
 from agentlab.errors import CheckpointError
+from agentlab.fleet import RedisCheckpointBackend
 from agentlab.runtime import AgentRuntime, RuntimeConfig
 from agentlab.tools import ToolRegistry
 
@@ -33,10 +34,12 @@ def _registry() -> ToolRegistry:
     return reg
 
 
-@pytest.mark.parametrize("store", ["json", "sqlite"])
+@pytest.mark.parametrize("store", ["json", "sqlite", "redis"])
 def test_a_long_run_parses_each_log_record_and_scrubs_each_call_a_bounded_number_of_times(
-        tmp_path, monkeypatch, store):
-    backend_cls = JSONBackend if store == "json" else SQLiteBackend
+        request, tmp_path, monkeypatch, store):
+    backend_cls = {"json": JSONBackend, "sqlite": SQLiteBackend}.get(store, RedisCheckpointBackend)
+    if store == "redis":
+        store = request.getfixturevalue("redis_url")
     parsed, scrubbed = Counter(), Counter()
 
     def count(name: str, size) -> None:  # wrap a backend read, counting the records it returns
@@ -74,8 +77,11 @@ def test_a_long_run_parses_each_log_record_and_scrubs_each_call_a_bounded_number
     assert scrubbed["tool_calls_made"] <= TURNS, scrubbed  # each call scrubbed once
 
 
-@pytest.mark.parametrize("store", ["json", "sqlite"])
-def test_the_call_list_is_saved_in_sealed_chunks_and_comes_back_whole(tmp_path, monkeypatch, store):
+@pytest.mark.parametrize("store", ["json", "sqlite", "redis"])
+def test_the_call_list_is_saved_in_sealed_chunks_and_comes_back_whole(request, tmp_path,
+                                                                     monkeypatch, store):
+    if store == "redis":
+        store = request.getfixturevalue("redis_url")
     monkeypatch.setattr(calls_module, "CHUNK_SIZE", 4)
     script = [sim.call("lookup", {"key": f"k{i}"}) for i in range(14)] + [sim.text("done")]
     llm = lambda: sim.Simulator(sim.Script(script)).llm()  # noqa: E731

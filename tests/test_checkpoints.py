@@ -25,9 +25,10 @@ MSGS = [{"role": "system", "content": "s"}, {"role": "user", "content": "find x"
         {"role": "tool", "tool_call_id": "call_1", "content": "results"}]
 
 
-@pytest.fixture(params=["json", "sqlite"])
+@pytest.fixture(params=["json", "sqlite", "redis"])
 def store(request):
-    return request.param
+    """The ``store=`` argument: a name, or the URL of the test Redis (a tenant per test)."""
+    return request.getfixturevalue("redis_url") if request.param == "redis" else request.param
 
 
 def run_py(code: str, cwd: Path) -> subprocess.CompletedProcess:
@@ -115,6 +116,16 @@ def _rewrite_sqlite(cm, cid, edit):
     return cid
 
 
+def _rewrite_redis(cm, cid, edit):
+    client, key = cm.backend.target.client, cm.backend.target.key("ckpt", "doc", cid)
+    client.hset(key, "body", edit(client.hget(key, "body").decode()))
+    return cm.backend.where(cid)
+
+
+def _rewrite(store):
+    return {"json": _rewrite_json, "sqlite": _rewrite_sqlite}.get(store, _rewrite_redis)
+
+
 @pytest.mark.parametrize("edit, code", [
     (lambda text: text[: len(text) // 2], "checkpoint_corrupt"),
     (lambda text: text.replace(f'"format_version":{FORMAT_VERSION}', '"format_version":99', 1),
@@ -124,7 +135,7 @@ def _rewrite_sqlite(cm, cid, edit):
 def test_corrupt_and_future_checkpoints_raise_naming_the_file(tmp_path, store, edit, code):
     cm = CheckpointManager(tmp_path / "cp", store=store)
     cid = cm.save(1, MSGS, {}, [])
-    where = (_rewrite_json if store == "json" else _rewrite_sqlite)(cm, cid, edit)
+    where = _rewrite(store)(cm, cid, edit)
     for load in (lambda: cm.load(cid), cm.load):  # by id, and as the newest
         with pytest.raises(CheckpointError) as info:
             load()
@@ -195,6 +206,13 @@ def test_naive_torn_write_raises_bare_json_error(tmp_path):
 def _raw_bytes(cm, store) -> str:
     if store == "json":
         return "".join(p.read_text() for p in Path(cm.checkpoint_dir).rglob("*.json*"))
+    if store.startswith("redis://"):  # every value of the tenant's keys, as stored
+        client, read = cm.backend.target.client, {b"hash": "hgetall", b"string": "get",
+                                                   b"list": "lrange", b"zset": "zrange"}
+        keys = list(client.scan_iter(cm.backend.target.prefix + "*"))
+        assert keys, "nothing was written"
+        return repr([getattr(client, read[client.type(k)])(k, *(0, -1) * (client.type(k) in
+                     (b"list", b"zset"))) for k in keys])
     with sqlite3.connect(cm.backend.path) as con:
         return json.dumps(con.execute("SELECT * FROM checkpoints").fetchall())
 
@@ -382,6 +400,10 @@ def _append_log_line(cm, store, run_id, line):
         path.parent.mkdir(parents=True, exist_ok=True)
         with open(path, "a") as fh:
             fh.write(line + "\n")
+    elif store.startswith("redis://"):  # a record written by hand next to the real ones
+        client, key = cm.backend.target.client, cm.backend.target.key
+        client.hset(key("toollog", run_id), f"c{len(line)}", line)
+        client.rpush(key("toolorder", run_id), f"c{len(line)}")
     else:  # a row edited by hand: success not a flag, arguments not JSON
         with sqlite3.connect(cm.backend.path) as con:
             con.execute("INSERT INTO tool_results VALUES (?,?,?,?,?,?,?,?,?)",
@@ -426,8 +448,7 @@ def test_load_latest_survives_another_process_pruning_it(tmp_path, monkeypatch):
 def test_load_refuses_messages_that_are_not_a_conversation(tmp_path, store, messages, problem):
     cm = CheckpointManager(tmp_path / "cp", store=store)
     cid = cm.save(1, MSGS, {}, [])
-    rewrite = _rewrite_json if store == "json" else _rewrite_sqlite
-    rewrite(cm, cid, lambda text: text.replace(json.dumps(MSGS, separators=(",", ":")),
+    _rewrite(store)(cm, cid, lambda text: text.replace(json.dumps(MSGS, separators=(",", ":")),
                                                json.dumps(messages, separators=(",", ":"))))
     with pytest.raises(CheckpointError) as err:
         cm.load(cid)

@@ -107,8 +107,13 @@ def baseline(tmp_path_factory):
     ("sqlite", 3, 4),
     ("json", 3, 6),     # steps 4-5 finished after the last checkpoint: replayed from the log
     ("sqlite", 10, 4),  # no checkpoint since the start: steps 1-3 all come from the log
+    ("redis", 3, 4),    # the same, with checkpoints and the log in Redis (chapter 13)
+    ("redis", 10, 4),
 ])
-def test_killed_at_step_n_resumes_in_a_new_process(tmp_path, baseline, store, interval, crash_at):
+def test_killed_at_step_n_resumes_in_a_new_process(request, tmp_path, baseline, store, interval,
+                                                   crash_at):
+    if store == "redis":
+        store = request.getfixturevalue("redis_url")
     killed = job(tmp_path, crash_at, store=store, interval=interval)
     assert killed.returncode == 17, killed.stderr
     assert [n for n, _ in effects(tmp_path)] == list(range(1, crash_at))

@@ -262,7 +262,10 @@ def test_a_cells_budget_refuses_the_call_that_could_pass_it():
     cell = exp.cells(cost_cap_usd=1.0)[0]
     tight = type(cell)(**{**cell.to_dict(), "budget_usd": 0.013})  # about one call's worst case
     run = runner_mod.run_cell(tight)["run"]
-    assert run["state"] == "error" and run["error_codes"] == {"cost_budget": 1}
+    # The runtime's own cap (RuntimeConfig.max_cost_usd, chapter 13) stops the run first: a
+    # budget that ran out is EXHAUSTED, not an error (the client's check stays as a backstop).
+    assert run["state"] == "exhausted" and run["error_codes"] == {"cost_budget": 1}
+    assert run["stopped_reason"] == "cost_budget ($0.013)"
     assert 0 < run["cost_usd"] <= tight.budget_usd and run["turns"] >= 2  # refused mid-run
 
 

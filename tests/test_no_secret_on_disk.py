@@ -11,6 +11,7 @@ import pytest
 
 from agentlab import redaction, sim
 from agentlab.checkpoints import CheckpointManager
+from agentlab.fleet import RedisStateStore, RedisTarget
 from agentlab.llm import LLMClient
 from agentlab.observe import AgentObserver
 from agentlab.redaction import RedactingFilter
@@ -30,14 +31,30 @@ def _forget_secrets():
     redaction.forget_secrets()
 
 
-def _state(kind, tmp_path):
+def _state(kind, tmp_path, request):
     return {"memory": MemoryStateStore, "file": lambda: StateStore(tmp_path / "state"),
-            "sqlite": lambda: SQLiteStateStore(tmp_path / "state.db")}[kind]()
+            "sqlite": lambda: SQLiteStateStore(tmp_path / "state.db"),
+            "redis": lambda: RedisStateStore(request.getfixturevalue("redis_url"))}[kind]()
 
 
-@pytest.mark.parametrize("checkpoints", ["json", "sqlite"])
-@pytest.mark.parametrize("state_kind", ["memory", "file", "sqlite"])
-def test_no_key_reaches_any_file_a_full_run_writes(tmp_path, state_kind, checkpoints):
+def _dump_redis(url: str, path) -> None:
+    """Every value of this test's tenant, as stored, into a file (so the scan below sees it)."""
+    target = RedisTarget(url)
+    client = target.client
+    read = {b"hash": lambda k: client.hgetall(k), b"string": client.get,
+            b"list": lambda k: client.lrange(k, 0, -1), b"zset": lambda k: client.zrange(k, 0, -1),
+            b"set": client.smembers}
+    keys = list(client.scan_iter(target.prefix + "*"))
+    assert keys, "nothing was written to Redis"
+    path.write_bytes(repr({k: read[client.type(k)](k) for k in keys}).encode())
+
+
+@pytest.mark.parametrize("checkpoints", ["json", "sqlite", "redis"])
+@pytest.mark.parametrize("state_kind", ["memory", "file", "sqlite", "redis"])
+def test_no_key_reaches_any_file_a_full_run_writes(request, tmp_path, state_kind, checkpoints):
+    uses_redis = "redis" in (checkpoints, state_kind)
+    if checkpoints == "redis":
+        checkpoints = request.getfixturevalue("redis_url")
     redaction.register_secret(REGISTERED)
     script = sim.Script([
         sim.call("web_search", {"query": f"asyncio pitfalls key={GROQ_KEY}"}),
@@ -47,7 +64,7 @@ def test_no_key_reaches_any_file_a_full_run_writes(tmp_path, state_kind, checkpo
     simulator = sim.Simulator(script, faults=plan)
     llm = LLMClient(client=simulator.client(api_key=CLIENT_KEY), max_retries=0)
     cm = CheckpointManager(tmp_path / "cp", auto_save_interval=1, store=checkpoints)
-    state = _state(state_kind, tmp_path)
+    state = _state(state_kind, tmp_path, request)
     log = logging.FileHandler(tmp_path / "agentlab.log")
     log.addFilter(RedactingFilter())
     logging.getLogger("agentlab").addHandler(log)
@@ -68,6 +85,8 @@ def test_no_key_reaches_any_file_a_full_run_writes(tmp_path, state_kind, checkpo
     if state_kind == "memory":  # nothing on disk: check what it holds
         (tmp_path / "memory-state.json").write_text(json.dumps(
             {k: state.load(k) for k in state.keys()}, ensure_ascii=False))
+    if uses_redis:  # the server's memory is where these wrote
+        _dump_redis(request.getfixturevalue("redis_url"), tmp_path / "redis-dump.txt")
     written = {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
     assert len(written) >= 4
     for key in (CLIENT_KEY, GROQ_KEY, REGISTERED):

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from agentlab.errors import StateError
+from agentlab.fleet import RedisStateStore
 from agentlab.naive.state import NaiveStateStore
 from agentlab.state import MemoryStateStore, SQLiteStateStore, StateStore
 
@@ -23,11 +24,12 @@ UNSAFE = ["", "..", ".", "../x", "a/b", "a\\b", "/etc/passwd", "C:evil", "ok\x00
           ".hidden", "trailing.", "NUL", "x" * 201, 42, None]
 
 
-@pytest.fixture(params=["file", "sqlite", "memory"])
+@pytest.fixture(params=["file", "sqlite", "memory", "redis"])
 def store(request, tmp_path):
     return {"file": lambda: StateStore(tmp_path / "state"),
             "sqlite": lambda: SQLiteStateStore(tmp_path / "state.db"),
-            "memory": MemoryStateStore}[request.param]()
+            "memory": MemoryStateStore,
+            "redis": lambda: RedisStateStore(request.getfixturevalue("redis_url"))}[request.param]()
 
 
 def test_round_trip_non_ascii_and_nested(store):
@@ -93,9 +95,11 @@ def test_tuples_are_stored_as_lists(store):
     assert store.load("t") == {"pair": [1, 2]}
 
 
-@pytest.mark.parametrize("kind", ["file", "sqlite"])
-def test_persists_across_instances(tmp_path, kind):
-    make = (lambda: StateStore(tmp_path / "s")) if kind == "file" else (lambda: SQLiteStateStore(tmp_path / "s.db"))
+@pytest.mark.parametrize("kind", ["file", "sqlite", "redis"])
+def test_persists_across_instances(request, tmp_path, kind):
+    make = {"file": lambda: StateStore(tmp_path / "s"),
+            "sqlite": lambda: SQLiteStateStore(tmp_path / "s.db"),
+            "redis": lambda: RedisStateStore(request.getfixturevalue("redis_url"))}[kind]
     make().save("progress", VALUE)
     assert make().load("progress") == VALUE
     assert make().keys() == ["progress"]

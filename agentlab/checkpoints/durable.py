@@ -135,7 +135,7 @@ class DurableRuns:
         ctx.restore(run_id=cp.run_id, turns=cp.turn, usage=meta.get("usage") or {},
                     elapsed_s=float(meta.get("elapsed_s") or 0.0),
                     tool_calls_made=cp.tool_calls_made, resumed_from=cp.id,
-                    task=ctx.task or meta.get("task"))
+                    task=ctx.task or meta.get("task"), held_turn=meta.get("held_turn"))
         rt.messages.restore(cp.messages)
         if rt.state is not None:
             for key, value in cp.state.items():
@@ -173,9 +173,10 @@ class DurableRuns:
         ctx, result = self.runtime.context, event["result"]
         if ctx is None or ctx.run_id != self._run_id:
             return  # this extension never saw the run start
-        name = result.state.value  # finished, error, exhausted, cancelled
+        name = result.state.value  # finished, error, exhausted, cancelled, paused
+        held = {"held_turn": ctx.held_turn} if ctx.held_turn is not None else {}  # approval
         self.save(ctx, "completed" if name == "finished" else name,
-                  stopped_reason=result.stopped_reason, errors=list(ctx.errors))
+                  stopped_reason=result.stopped_reason, errors=list(ctx.errors), **held)
 
     # -- writing
     def save(self, ctx: RunContext, due: str, **extra: Any) -> str | None:

@@ -88,7 +88,8 @@ class CheckpointManager:
         auto_save_interval: ``should_save(turn)`` is true every this many turns.
         max_checkpoints: how many checkpoints the store keeps (oldest removed first, counted
             on disk across processes and runs); ``None`` keeps all.
-        store: ``None``/``"json"``, ``"sqlite"``, a ``.db``/``.sqlite`` path, or a backend object.
+        store: ``None``/``"json"``, ``"sqlite"``, a ``.db``/``.sqlite`` path, a URL whose scheme
+            a plug-in serves (``"redis://host:port/0"``: chapter 13), or a backend object.
         run_id: the run new checkpoints belong to (a fresh ``run-<uuid>`` when omitted).
         redact_values: exact secret strings (e.g. the API key a client was built with) that must
             never reach disk, masked everywhere including messages; see also ``add_secret``

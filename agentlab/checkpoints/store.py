@@ -8,10 +8,15 @@ scrubs secrets or checks safe points: the manager does that before a document re
   tool-result log per run; the default.
 - ``SQLiteBackend`` (``sqlite_backend.py``): both in one SQLite file, WAL, ``synchronous=FULL``.
 - The document both store, its ids and format versions: ``document.py``.
+- Backends of later chapters plug in by URL scheme, without this module importing them
+  (``STORE_SCHEMES``): a ``redis://`` store is chapter 13's ``agentlab.fleet`` backend, found
+  through the ``agentlab.checkpoint_stores`` entry point that ``pyproject.toml`` declares, or
+  registered at run time with ``register_store_scheme``.
 """
 from __future__ import annotations
 
 import os
+from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any, Callable, Protocol
 
@@ -21,7 +26,31 @@ from .json_backend import JSONBackend
 from .sqlite_backend import SQLiteBackend
 
 __all__ = ["FORMAT_VERSION", "Checkpoint", "CheckpointBackend", "JSONBackend", "SQLiteBackend",
-           "make_backend"]
+           "make_backend", "register_store_scheme", "STORE_SCHEMES", "ENTRY_POINT_GROUP"]
+
+#: The entry-point group where packages declare backends for URL schemes (``redis = ...``).
+ENTRY_POINT_GROUP = "agentlab.checkpoint_stores"
+#: ``{url scheme: factory(url) -> backend}``, filled by ``register_store_scheme`` and, on first
+#: use of a scheme, from the entry points of ``ENTRY_POINT_GROUP``.
+STORE_SCHEMES: dict[str, Callable[[str], Any]] = {}
+
+
+def register_store_scheme(scheme: str, factory: Callable[[str], Any]) -> None:
+    """Make ``CheckpointManager(store="<scheme>://...")`` use ``factory(url)`` as its backend."""
+    STORE_SCHEMES[scheme.lower()] = factory
+
+
+def _backend_for_url(url: str) -> Any:
+    scheme = url.split("://", 1)[0].lower()
+    if scheme not in STORE_SCHEMES:
+        for ep in entry_points(group=ENTRY_POINT_GROUP, name=scheme):
+            STORE_SCHEMES[scheme] = ep.load()
+            break
+        else:
+            raise ConfigError("invalid_store", f"no checkpoint backend handles {scheme}:// URLs; "
+                              "redis:// needs agentlab installed with its dependencies "
+                              "(pip install -e .), others register_store_scheme()")
+    return STORE_SCHEMES[scheme](url)
 
 
 class CheckpointBackend(Protocol):
@@ -57,6 +86,8 @@ class CheckpointBackend(Protocol):
 
 def make_backend(store: Any, checkpoint_dir: str | os.PathLike) -> CheckpointBackend:
     """The backend for ``CheckpointManager(store=...)``."""
+    if isinstance(store, str) and "://" in store:
+        return _backend_for_url(store)
     if store is None or store == "json":
         return JSONBackend(checkpoint_dir)
     if store == "sqlite":
@@ -66,4 +97,5 @@ def make_backend(store: Any, checkpoint_dir: str | os.PathLike) -> CheckpointBac
     if all(hasattr(store, m) for m in ("write", "read", "headers", "record_tool_result")):
         return store
     raise ConfigError("invalid_store", f"store={store!r} is not understood: use None or 'json' "
-                      "(JSON files), 'sqlite', a path ending in .db/.sqlite, or a backend object")
+                      "(JSON files), 'sqlite', a path ending in .db/.sqlite, a URL such as "
+                      "redis://127.0.0.1:6379/0, or a backend object")

@@ -26,6 +26,9 @@ COMMANDS: dict[str, str] = {
     "exercise": "list, start, check and reset the exercises; grade a class's notebooks",
     "sweep": "run an experiment: a grid of settings x seeds x tasks (chapter 14)",
     "report": "write a markdown report (tables and plots) of a sweep's results",
+    "worker": "start a fleet worker (Celery + Redis, chapter 13) that executes agent runs",
+    "submit": "submit a task to the fleet as a run (--wait: until it ends)",
+    "runs": "list, show, approve, reject or cancel the fleet's runs",
 }
 
 EPILOG = """\

@@ -33,4 +33,5 @@ from .ch03 import *  # noqa: F401,F403
 from .ch06 import *  # noqa: F401,F403
 from .ch07 import *  # noqa: F401,F403
 from .ch08 import *  # noqa: F401,F403
+from .ch13 import *  # noqa: F401,F403
 from .ch14 import *  # noqa: F401,F403

@@ -26,6 +26,7 @@ import time
 from collections import deque
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
+from importlib.metadata import entry_points
 from typing import Any, Callable, Protocol
 
 from ..errors import AgentError, ConfigError
@@ -84,12 +85,18 @@ _FLEET: dict[str, Callable[[], CellExecutor]] = {}
 
 
 def register_fleet(factory: Callable[[], CellExecutor]) -> None:
-    """Chapter 13 registers here how to build its Celery cell executor (``fleet=True``)."""
+    """Register how to build the fleet's cell executor (``fleet=True``). Chapter 13's
+    ``agentlab.fleet.cells.CeleryCells`` is found without this, through the
+    ``agentlab.fleet_executors`` entry point, once ``AGENTLAB_REDIS_URL`` is set."""
     _FLEET["factory"] = factory
 
 
 def fleet_executor() -> CellExecutor:
     """The registered fleet executor, or a ``ConfigError`` saying what is missing."""
+    if "factory" not in _FLEET and os.environ.get("AGENTLAB_REDIS_URL"):
+        for entry in entry_points(group="agentlab.fleet_executors"):  # chapter 13 fills it
+            register_fleet(entry.load())
+            break
     if "factory" in _FLEET:
         return _FLEET["factory"]()
     missing = ("AGENTLAB_REDIS_URL is not set" if not os.environ.get("AGENTLAB_REDIS_URL")

@@ -84,6 +84,10 @@ class RunContext:
         usage: prompt, completion and total tokens so far.
         turn_log: per turn: start/end ms from ``started_at``, model and tool ms, tokens.
         resumed_from: the checkpoint (or other reference) this run continued, else None.
+        held_turn: a turn whose tool calls wait for approval (chapter 13): ``{"message": the
+            assistant message, "pending": [{"call_id", "tool", "arguments"}], "decisions":
+            {call_id: {"approved": bool, "reason": str}}}``; set when the run pauses, given back
+            by ``restore`` on resume, and finished before the next model call.
     """
 
     run_id: str
@@ -99,6 +103,7 @@ class RunContext:
     usage: dict[str, int] = field(default_factory=_zero_usage)
     turn_log: list[dict] = field(default_factory=list)
     resumed_from: str | None = None
+    held_turn: dict | None = None
 
     @classmethod
     def start(cls, task: str, budget_s: float) -> "RunContext":
@@ -115,7 +120,8 @@ class RunContext:
         return self.deadline - time.monotonic()
 
     def restore(self, *, run_id: str, turns: int, usage: dict, elapsed_s: float,
-                tool_calls_made: list[dict], resumed_from: str, task: str | None = None) -> None:
+                tool_calls_made: list[dict], resumed_from: str, task: str | None = None,
+                held_turn: dict | None = None) -> None:
         """Continue a saved run: same id, turn counter, token usage and time budget used.
 
         Called by the resume phase (``AgentRuntime.on_resume``); the clock moves back by
@@ -128,6 +134,7 @@ class RunContext:
         self.started_at -= float(elapsed_s)
         self.deadline -= float(elapsed_s)
         self.tool_calls_made = list(tool_calls_made)
+        self.held_turn = held_turn
 
     def add_error(self, error: AgentError) -> dict[str, Any]:
         """Record ``error`` (with the current turn in its details); returns the record."""

@@ -44,8 +44,10 @@ from typing import Any, Callable, Iterator
 from ..errors import AgentError, ConfigError
 from ..executor import ToolExecutor
 from ..messages import MessageManager
-from ..models import DEFAULT_MODEL
+from ..models import DEFAULT_MODEL, require_prices
 from ..redaction import client_api_key, redact, register_secret
+from .approval import ApprovalExecutor, ApprovalSteps
+from .cost import CostSteps
 from .context import HOOK_EVENTS, LAST_RUN_KEY, STREAM_EVENTS, RunContext
 from .hooks import Hook, Hooks
 from .loop_guard import LoopDetector
@@ -59,10 +61,12 @@ __all__ = ["RunState", "RuntimeConfig", "AgentResult", "AgentRuntime", "HOOK_EVE
 Resumer = Callable[[RunContext, str], None]
 
 
-class AgentRuntime(TurnSteps):
+class AgentRuntime(TurnSteps, ApprovalSteps, CostSteps):
     """The agent loop (notebooks 06-08). See the module docstring for what it guarantees.
 
-    The steps of a turn (model call, tool batch) are in ``TurnSteps`` (``steps.py``).
+    The steps of a turn (model call, tool batch) are in ``TurnSteps`` (``steps.py``); holding
+    a turn for a human's approval, ``approve`` and ``reject`` in ``ApprovalSteps`` (``approval.py``);
+    the cost cap in ``CostSteps`` (``cost.py``).
 
     Args:
         llm: an ``agentlab.llm.LLMClient`` (or anything with ``chat``/``stream``/``model``).
@@ -85,10 +89,13 @@ class AgentRuntime(TurnSteps):
         self.llm = llm
         self.registry = registry
         self.config = config or RuntimeConfig()
+        if self.config.max_cost_usd is not None:  # a cap needs prices (chapter 13)
+            require_prices(getattr(llm, "model", DEFAULT_MODEL))
         self.messages: Messages = messages if messages is not None else MessageManager(
             system_prompt=system_prompt, model=getattr(llm, "model", DEFAULT_MODEL))
-        self.executor: Executor = executor if executor is not None else ToolExecutor(
-            registry, default_timeout=self.config.tool_timeout, max_workers=self.config.max_workers)
+        self.executor: Executor = ApprovalExecutor(executor if executor is not None else ToolExecutor(
+            registry, default_timeout=self.config.tool_timeout, max_workers=self.config.max_workers),
+            self)  # a call that needs approval never runs without it (chapter 13)
         self.state = state              # the article's name for the state store
         self.checkpoints = checkpoints  # chapter 11, attached below
         self.observer = observer        # chapter 12, attached below
@@ -166,8 +173,10 @@ class AgentRuntime(TurnSteps):
             tools = self._offer_tools()  # once per run; the message budget counts them
             detector = LoopDetector(self.config.loop_detection_window,
                                     self.config.loop_detection_threshold)
+            yield from self._finish_held_turn(ctx)  # a turn held for approval, decided since
             while True:
                 self._check_budgets(ctx)  # safe point: before a model call
+                self._check_cost(ctx, tools)
                 turn = self._new_turn(ctx)
                 yield from self._event(ctx, "turn_start", turn=ctx.turns)
                 resp, content = yield from self._call_model(ctx, tools, stream, turn)
@@ -180,6 +189,7 @@ class AgentRuntime(TurnSteps):
                 self._stop_if_incomplete(resp)
                 asst = self._assistant_message(resp, content)
                 self._stop_if_looping(ctx, detector, resp.tool_calls, asst)
+                yield from self._hold_for_approval(ctx, resp.tool_calls, asst, turn)
                 results = yield from self._run_tools(ctx, resp.tool_calls, asst, turn)
                 yield from self._end_turn(ctx, turn, tool_calls=len(results))  # a safe point
         except StopRun as stop:
@@ -273,7 +283,9 @@ class AgentRuntime(TurnSteps):
             turns=ctx.turns, total_tokens=ctx.usage["total_tokens"],
             tool_calls_made=ctx.tool_calls_made, duration_ms=ctx.elapsed_ms(),
             stopped_reason=reason, state=state, run_id=ctx.run_id, errors=ctx.errors,
-            usage=dict(ctx.usage), finish_reason=ctx.finish_reason, turn_log=ctx.turn_log)
+            usage=dict(ctx.usage), finish_reason=ctx.finish_reason, turn_log=ctx.turn_log,
+            pending_approvals=list(ctx.held_turn["pending"]) if state is RunState.PAUSED else [],
+            cost_usd=self._spent_usd(ctx))
         if ctx.turn_log and "end_ms" not in ctx.turn_log[-1]:
             ctx.turn_log[-1]["end_ms"] = result.duration_ms
         self.last_result = result

@@ -15,7 +15,13 @@ __all__ = ["RunState", "RuntimeConfig", "AgentResult"]
 
 
 class RunState(str, Enum):
-    """Where a run is. Every run ends in one of the last four (terminal) states."""
+    """Where a run is. Every run ends in one of the terminal states (all but IDLE and RUNNING).
+
+    ``PAUSED`` is terminal *for now*: ``run()`` returned and holds no thread or worker, but the
+    run is not over. It waits for a human to ``approve``/``reject`` the calls listed in
+    ``AgentResult.pending_approvals`` (chapter 13, ``agentlab.runtime.approval``); then
+    ``run(task, resume_from=...)`` continues it from its checkpoint.
+    """
 
     IDLE = "idle"
     RUNNING = "running"
@@ -23,6 +29,7 @@ class RunState(str, Enum):
     EXHAUSTED = "exhausted"    # a budget ran out: max_turns, max_total_time, output length
     CANCELLED = "cancelled"    # cancel() was called
     ERROR = "error"            # the model failed, a loop was detected, or something broke
+    PAUSED = "paused"          # waiting for approval (terminal for now: resume to continue)
 
     @property
     def terminal(self) -> bool:
@@ -44,6 +51,9 @@ class RuntimeConfig:
         tool_timeout: default per-tool timeout of the executor built by the runtime.
         max_workers: threads of that executor.
         temperature: sent with every model call.
+        max_cost_usd: the run's budget in US dollars, priced from the model table; the run
+            ends EXHAUSTED (``cost_budget``) before a model call whose worst case (prompt +
+            the output cap) could exceed it (``agentlab.runtime.cost``). None: no cap.
 
     Every limit is checked on construction: ``ConfigError("invalid_config")`` for 0 where a
     positive value is needed, negatives, inf (use None where "no limit" is allowed), NaN, None
@@ -59,11 +69,13 @@ class RuntimeConfig:
     tool_timeout: float = 30.0
     max_workers: int = 4
     temperature: float = 0.0
+    max_cost_usd: float | None = None
 
     def __post_init__(self) -> None:
         positive_int("max_turns", self.max_turns)
         positive_number("max_total_time", self.max_total_time)
         positive_number("step_timeout", self.step_timeout, allow_none=True)
+        positive_number("max_cost_usd", self.max_cost_usd, allow_none=True)
         positive_number("tool_timeout", self.tool_timeout)
         positive_int("max_workers", self.max_workers)
         positive_int("loop_detection_window", self.loop_detection_window, minimum=2)
@@ -76,8 +88,12 @@ class AgentResult:
 
     ``stopped_reason`` keeps the article's strings: ``completed``, ``max_turns (N)``,
     ``timeout (Ns)``, ``loop_detected``, ``cancelled``, ``exception: <Type>``; plus ``length``
-    (the answer was cut at the model's output limit). ``errors`` holds ``AgentError.to_dict()``
-    records. ``turn_log`` has one entry per turn (timings in ms from the run's start, tokens).
+    (the answer was cut at the model's output limit), ``awaiting_approval`` (``PAUSED``).
+    ``errors`` holds ``AgentError.to_dict()`` records. ``turn_log`` has one entry per turn
+    (timings in ms from the run's start, tokens). ``pending_approvals``: for a ``PAUSED`` run,
+    the calls that wait for a decision, ``{"call_id", "tool", "arguments"}`` each.
+    ``cost_usd``: what the run's tokens cost at the model table's prices (None when the model
+    has none); ``stopped_reason`` ``cost_budget ($X)`` when ``max_cost_usd`` stopped it.
     """
 
     content: str
@@ -92,6 +108,8 @@ class AgentResult:
     usage: dict = field(default_factory=dict)
     finish_reason: str = ""
     turn_log: list[dict] = field(default_factory=list)
+    pending_approvals: list[dict] = field(default_factory=list)
+    cost_usd: float | None = None
 
     @property
     def ok(self) -> bool:

@@ -53,25 +53,32 @@ class ToolRegistry:
     Tool options (``get_options``): ``timeout`` in seconds (None: the executor decides) and
     ``side_effects``. A side-effecting tool with an ``idempotency_key`` parameter gets that
     parameter from the executor (the tool call id), so it is left out of the schema.
+
+    ``requires_approval`` (chapter 13, ``agentlab.runtime.approval``): ``True``, or a policy
+    ``fn(arguments) -> bool``; a call it covers waits for a human's ``approve``/``reject``
+    (``requires_approval(name, arguments)`` answers; a policy that raises counts as "yes").
     """
 
     def __init__(self) -> None:
         self._tools: dict[str, ToolSpec] = {}
+        self._approval: dict[str, bool | Callable[[dict], bool]] = {}
         self._lock = threading.Lock()
 
     def tool(self, name: str | Callable | None = None, description: str | None = None, *,
-             timeout: float | None = None, side_effects: bool = False) -> Callable:
+             timeout: float | None = None, side_effects: bool = False,
+             requires_approval: bool | Callable[[dict], bool] = False) -> Callable:
         """Decorator: ``@registry.tool``, ``@registry.tool()`` or ``@registry.tool("x", ...)``."""
         if callable(name):  # used bare: @registry.tool
             return self.register(name)
 
         def decorator(func: Callable) -> Callable:
             return self.register(func, name, description, timeout=timeout,
-                                 side_effects=side_effects)
+                                 side_effects=side_effects, requires_approval=requires_approval)
         return decorator
 
     def register(self, func: Callable, name: str | None = None, description: str | None = None,
                  *, timeout: float | None = None, side_effects: bool = False,
+                 requires_approval: bool | Callable[[dict], bool] = False,
                  replace: bool = False) -> Callable:
         """Register ``func`` and return it unchanged.
 
@@ -88,6 +95,9 @@ class ToolRegistry:
                                         isinstance(timeout, bool) and 0 < timeout < math.inf):
             raise ConfigError("invalid_option", f"tool {name!r}: timeout must be a positive, "
                               f"finite number of seconds or None, got {timeout!r}")
+        if not (isinstance(requires_approval, bool) or callable(requires_approval)):
+            raise ConfigError("invalid_option", f"tool {name!r}: requires_approval is True, False "
+                              f"or a function of the arguments, got {requires_approval!r}")
         schema, params, is_async = _inspect(func, name, description, side_effects)
         takes_key = side_effects and IDEMPOTENCY_PARAM in inspect.signature(func).parameters
         options = {"timeout": timeout, "side_effects": bool(side_effects),
@@ -97,6 +107,7 @@ class ToolRegistry:
                 raise ConfigError("tool_exists", f"a tool named {name!r} is already registered; "
                                   "pick another name or pass replace=True")
             self._tools[name] = ToolSpec(name, func, schema, params, options, is_async)
+            self._approval[name] = requires_approval
         return func
 
     def get_function(self, name: str) -> Callable | None:
@@ -123,6 +134,16 @@ class ToolRegistry:
     def get_options(self, name: str) -> dict[str, Any]:
         """``{"timeout": seconds | None, "side_effects": bool, "idempotency_key": bool}``."""
         return dict(self._require(name).options)
+
+    def requires_approval(self, name: str, arguments: dict | None = None) -> bool:
+        """Whether this call must wait for a human (False for an unknown tool: it cannot run)."""
+        policy = self._approval.get(name, False)
+        if not callable(policy):
+            return bool(policy)
+        try:
+            return bool(policy(dict(arguments or {})))
+        except Exception:  # a broken policy must not let a call through unreviewed
+            return True
 
     def validate(self, name: str, arguments: dict | None) -> dict:
         """Check model-supplied ``arguments``; return them converted for the function.

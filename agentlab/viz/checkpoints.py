@@ -18,6 +18,7 @@ _STEP_LABELS = {"ok": "ran", "failed": "killed while running", "not_run":
                 "replayed": "replayed from the tool log (not run)"}
 
 _MARKERS = {"start": "s", "interval": "o", "completed": "*", "error": "X", "exhausted": "X",
+            "paused": "P",
             "cancelled": "X"}
 
 

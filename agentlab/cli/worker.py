@@ -1,0 +1,46 @@
+"""``agentlab worker``: start a Celery worker of the chapter 13 fleet.
+
+    AGENTLAB_REDIS_URL=redis://127.0.0.1:6379/0 agentlab worker --concurrency 2
+
+The worker runs the fleet's settings (``agentlab.fleet.app``: late acks, prefetch 1, explicit
+visibility timeout and restore check, JSON). Its pool children and the subprocesses tools
+start share its process group, so stopping the group stops them all: a shell puts each
+command in its own group already, and ``agentlab.fleet.local`` starts workers in a new
+session. Exit code 2 with one line when Redis cannot be reached.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+
+from ..errors import AgentError
+from ..fleet.app import FleetConfig, make_app
+from ..fleet.control import connect
+from ..fleet.local import worker_args
+
+__all__ = ["add_parser", "run"]
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("worker", help="start a fleet worker (Celery) that executes agent runs")
+    p.add_argument("--concurrency", "-c", type=int, default=1,
+                   help="runs this worker executes at once (default 1)")
+    p.add_argument("--pool", "-P", default="prefork", choices=["prefork", "threads", "solo"],
+                   help="Celery pool (default prefork: a crashed run kills only its child)")
+    p.add_argument("--name", "-n", default="worker", help="node name (default worker@HOST)")
+    p.add_argument("--loglevel", "-l", default="INFO", help="log level (default INFO)")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.concurrency < 1:
+        print("agentlab worker: --concurrency must be at least 1", file=sys.stderr)
+        return 2
+    cfg = FleetConfig.from_env()
+    try:
+        connect(cfg)
+    except AgentError as exc:
+        print(f"agentlab worker: {exc.message}", file=sys.stderr)
+        return 2
+    make_app(cfg).worker_main(worker_args(args.name, args.concurrency, args.pool, args.loglevel))
+    return 0

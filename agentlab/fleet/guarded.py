@@ -1,0 +1,139 @@
+"""A fleet run's side effects, guarded: tool calls and durable writes only while the lease holds.
+
+Taught in ``notebooks/13_fleet.ipynb``. Chapter 11 made a run durable by wrapping its executor
+and giving its checkpoint manager a store; the fleet adds two more wrappers at the same seams,
+so the loop and the durable layer stay unchanged:
+
+- ``GuardedExecutor`` sits *inside* chapter 11's ``DurableExecutor``, so it only sees calls
+  that really run (a call answered from the durable log never reaches it). For each call it
+  (1) checks the lease's fencing token, and refuses to run the call when it is stale (the run
+  has a newer holder; the call comes back ``not_executed``, which the log does not record),
+  (2) counts the execution in the ledger under its idempotency key, (3) takes the tool's
+  fleet-wide semaphore slot if it has a limit, (4) runs it on the wrapped ``ToolExecutor``.
+- ``FencedBackend`` wraps the checkpoint backend: every checkpoint and tool-log write checks
+  the lease first and raises ``LeaseLostError`` when it is stale, so a holder that lost its
+  lease cannot overwrite what the new holder wrote. Reads pass through.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import time
+from typing import Any, Callable, Iterable
+
+from ..errors import AgentError
+from ..executor import ToolResult
+from .ledger import Ledger
+from .limits import ToolSemaphore
+
+__all__ = ["GuardedExecutor", "FencedBackend", "LeaseLostError"]
+
+
+class LeaseLostError(AgentError):
+    """This attempt no longer holds the run's lease: another worker continues the run."""
+
+    def __init__(self, run_id: str) -> None:
+        super().__init__("lease_lost", f"run {run_id} has a newer lease holder; this attempt "
+                         "stops without writing", details={"run_id": run_id})
+
+
+class GuardedExecutor:
+    """The tool executor of a fleet run (see the module docstring).
+
+    Args:
+        inner: the ``ToolExecutor`` that runs the calls.
+        run_id: the run (idempotency keys are ``<run_id>:<call id>``).
+        lease_ok: returns True while this attempt's lease holds (``RunLease.check``).
+        ledger: where executions are counted.
+        limits: ``{tool: max concurrent calls fleet-wide}``.
+        client: the Redis client for the semaphores.
+        tool_latency_s: simulated extra time per call (inside the semaphore slot).
+        crash_on_tool: a teaching fault: SIGKILL this process when that tool is called.
+    """
+
+    def __init__(self, inner: Any, run_id: str, lease_ok: Callable[[], bool], ledger: Ledger,
+                 *, limits: dict | None = None, client: Any = None, tool_latency_s: float = 0.0,
+                 crash_on_tool: str | None = None, on_lost: Callable[[], Any] = lambda: None,
+                 prefix: str = "agentlab:default:fleet:") -> None:
+        self.inner, self.run_id, self.lease_ok, self.ledger = inner, run_id, lease_ok, ledger
+        self.limits, self.client, self.prefix = dict(limits or {}), client, prefix
+        self.tool_latency_s, self.crash_on_tool, self.on_lost = tool_latency_s, crash_on_tool, on_lost
+        self.max_workers = getattr(inner, "max_workers", 4)
+
+    def execute(self, tool_calls: Iterable[Any], timeout: float | None = None, *,
+                idempotency_prefix: str | None = None) -> list:
+        """Run the calls one after another, each guarded (see the class docstring)."""
+        return [self._one(call, timeout, idempotency_prefix) for call in tool_calls]
+
+    def execute_parallel(self, tool_calls: Iterable[Any], timeout: float | None = None, *,
+                         idempotency_prefix: str | None = None) -> list:
+        """The durable layer calls ``execute`` one call per thread; this is the fallback."""
+        return self.execute(tool_calls, timeout, idempotency_prefix=idempotency_prefix)
+
+    def _one(self, call: Any, timeout: float | None, prefix: str | None) -> Any:
+        if not self.lease_ok():  # 1. a stale holder must not act
+            self.on_lost()
+            return ToolResult(call.id, call.name, "Error: not executed: this worker lost the "
+                              "run's lease", False, 0.0, "not_executed")
+        key = f"{self.run_id}:{call.id}"
+        self.ledger.call_started(self.run_id, key)  # 2. evidence, before anything happens
+        if self.crash_on_tool == call.name:
+            os.kill(os.getpid(), signal.SIGKILL)  # the poison run of the attempts lesson
+        limit = self.limits.get(call.name)
+        slot = ToolSemaphore(self.client, call.name, limit, prefix=self.prefix) if limit else None
+        if slot is not None:
+            slot.acquire()  # 3. the fleet-wide bound for this tool
+        started = time.time()
+        try:
+            if self.tool_latency_s:
+                time.sleep(self.tool_latency_s)
+            result = self.inner.execute([call], timeout=timeout, idempotency_prefix=prefix)[0]
+            ended = time.time()
+        finally:
+            if slot is not None:
+                slot.release()
+        self.ledger.call_finished(self.run_id, key, call.name, started, ended)
+        return result
+
+
+class FencedBackend:
+    """A checkpoint backend whose writes require a valid lease (reads pass through)."""
+
+    def __init__(self, inner: Any, run_id: str, lease_ok: Callable[[], bool],
+                 on_lost: Callable[[], Any] = lambda: None) -> None:
+        self.inner, self.run_id, self.lease_ok, self.on_lost = inner, run_id, lease_ok, on_lost
+
+    def _fence(self) -> None:
+        if not self.lease_ok():
+            self.on_lost()
+            raise LeaseLostError(self.run_id)
+
+    def write(self, run_id: str, build: Callable, max_keep: int | None) -> dict:
+        self._fence()
+        return self.inner.write(run_id, build, max_keep)
+
+    def record_tool_result(self, record: dict) -> bool:
+        self._fence()
+        return self.inner.record_tool_result(record)
+
+    def read(self, checkpoint_id: str | None) -> Any:
+        return self.inner.read(checkpoint_id)
+
+    def headers(self) -> list[dict]:
+        return self.inner.headers()
+
+    def tool_results(self, run_id: str) -> dict[str, dict]:
+        return self.inner.tool_results(run_id)
+
+    def delete(self, checkpoint_id: str) -> bool:
+        self._fence()
+        return self.inner.delete(checkpoint_id)
+
+    def clear(self) -> int:
+        self._fence()
+        return self.inner.clear()
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_") or name == "inner":
+            raise AttributeError(name)
+        return getattr(self.inner, name)

@@ -1,0 +1,169 @@
+"""The fleet's book of runs: one Redis hash per run, readable from any machine (chapter 13).
+
+Taught in ``notebooks/13_fleet.ipynb``. A run submitted to the fleet is first a record here,
+then a Celery message; the record is what ``agentlab runs list|show`` and the notebook's table
+read, and where a worker writes what happened. Keys (``prefix`` = ``agentlab:default:fleet:``):
+
+    <prefix>run:<run_id>      hash: run_id, task, state, spec, attempts, worker, created_at,
+                              updated_at, result, error, pending   (JSON where structured)
+    <prefix>runs              sorted set of run ids by submission time
+    <prefix>cancel:<run_id>   present when a cancel was asked for (checked at safe points)
+
+``state`` is ``queued`` (submitted, no worker has it), ``running``, ``paused`` (waiting for a
+human to approve a call: the run holds no worker), or a terminal ``RunState`` value
+(``finished``, ``exhausted``, ``cancelled``, ``error``).
+
+``RunSpec`` is what a run needs besides its task: plain JSON, so it crosses the queue.
+"""
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from ..errors import ConfigError
+
+__all__ = ["RunSpec", "RunRecords", "TERMINAL", "QUEUED", "RUNNING", "PAUSED", "new_fleet_run_id"]
+
+QUEUED, RUNNING, PAUSED = "queued", "running", "paused"
+#: States a fleet run never leaves (the terminal ``RunState`` values).
+TERMINAL = frozenset({"finished", "exhausted", "cancelled", "error"})
+
+
+def new_fleet_run_id() -> str:
+    """A fresh run id; it is also the run's ``run_id`` in its checkpoints and result."""
+    return f"run-{uuid.uuid4()}"
+
+
+@dataclass
+class RunSpec:
+    """How to run a task on the fleet (the research agent on the simulator by default).
+
+    Attributes:
+        task: the user input.
+        time_scale: the simulated model's latency scale (0: answer at once; 1: the article's pace).
+        tool_latency_s: extra seconds each tool call takes (simulated I/O).
+        max_turns: the run's turn budget.
+        max_attempts: deliveries that may take the lease before the run ends in ERROR
+            (``too_many_attempts``): a run that keeps killing its worker must not loop.
+        tool_limits: at most this many concurrent calls of a tool across the fleet, e.g.
+            ``{"web_search": 2}``.
+        approve_tools: tools whose calls wait for a human (``requires_approval``).
+        crash_on_tool: a teaching fault: the worker process kills itself (SIGKILL) when the
+            run calls this tool, as a poison run would.
+    """
+
+    task: str
+    time_scale: float = 0.0
+    tool_latency_s: float = 0.0
+    max_turns: int = 12
+    max_attempts: int = 3
+    tool_limits: dict = field(default_factory=dict)
+    approve_tools: list = field(default_factory=list)
+    crash_on_tool: str | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.task, str) or not self.task.strip():
+            raise ConfigError("invalid_argument", "a fleet run needs a task: a non-empty string")
+        for name in ("time_scale", "tool_latency_s"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+                raise ConfigError("invalid_config", f"{name} must be a number >= 0, not {value!r}")
+        for name in ("max_turns", "max_attempts"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ConfigError("invalid_config", f"{name} must be an integer >= 1, not {value!r}")
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "RunSpec":
+        known = {k: v for k, v in dict(data).items() if k in cls.__dataclass_fields__}
+        return cls(**known)
+
+
+def _text(value: Any) -> str | None:
+    return value.decode() if isinstance(value, bytes) else value
+
+
+class RunRecords:
+    """Read and write the fleet's run records in Redis (see the module docstring)."""
+
+    def __init__(self, client: Any, prefix: str = "agentlab:default:fleet:") -> None:
+        self.client, self.prefix = client, prefix
+
+    def key(self, run_id: str) -> str:
+        return f"{self.prefix}run:{run_id}"
+
+    # -- writing
+    def create(self, run_id: str, spec: RunSpec) -> dict:
+        """Record a new run as ``queued``; refuses an id that exists."""
+        now = time.time()
+        fields = {"run_id": run_id, "task": spec.task, "state": QUEUED, "attempts": 0,
+                  "spec": json.dumps(spec.to_dict()), "created_at": now, "updated_at": now,
+                  "worker": ""}
+        if not self.client.hsetnx(self.key(run_id), "run_id", run_id):
+            raise ConfigError("invalid_argument", f"a fleet run {run_id!r} exists already")
+        pipe = self.client.pipeline()
+        pipe.hset(self.key(run_id), mapping=fields)
+        pipe.zadd(f"{self.prefix}runs", {run_id: now})
+        pipe.execute()
+        return self.get(run_id)
+
+    def update(self, run_id: str, **fields: Any) -> None:
+        """Set fields (dicts and lists are stored as JSON) and ``updated_at``."""
+        plain = {k: json.dumps(v) if isinstance(v, (dict, list)) else ("" if v is None else v)
+                 for k, v in fields.items()}
+        plain["updated_at"] = time.time()
+        self.client.hset(self.key(run_id), mapping=plain)
+
+    def add_attempt(self, run_id: str) -> int:
+        """Count one more delivery that took the lease; returns the new count."""
+        return int(self.client.hincrby(self.key(run_id), "attempts", 1))
+
+    def request_cancel(self, run_id: str) -> None:
+        """Ask the run to stop: a queued run never starts, a running one stops at a safe point."""
+        self.client.set(f"{self.prefix}cancel:{run_id}", "1")
+
+    def cancel_requested(self, run_id: str) -> bool:
+        return bool(self.client.exists(f"{self.prefix}cancel:{run_id}"))
+
+    # -- reading
+    def get(self, run_id: str) -> dict | None:
+        """The run's record with JSON fields decoded, or None for an unknown run."""
+        return self._decode(self.client.hgetall(self.key(run_id)))
+
+    @staticmethod
+    def _decode(raw: dict) -> dict | None:
+        if not raw:
+            return None
+        rec = {_text(k): _text(v) for k, v in raw.items()}
+        for name in ("spec", "result", "error", "pending"):
+            if rec.get(name):
+                rec[name] = json.loads(rec[name])
+        for name in ("created_at", "updated_at"):
+            rec[name] = float(rec.get(name) or 0)
+        rec["attempts"] = int(rec.get("attempts") or 0)
+        return rec
+
+    def ids(self, limit: int | None = None) -> list[str]:
+        """Run ids, oldest first (the last ``limit`` when given)."""
+        start = -limit if limit else 0
+        return [_text(x) for x in self.client.zrange(f"{self.prefix}runs", start, -1)]
+
+    def all(self, limit: int | None = None) -> list[dict]:
+        """Every run's record, oldest first."""
+        pipe = self.client.pipeline()
+        for run_id in self.ids(limit):
+            pipe.hgetall(self.key(run_id))
+        return [r for r in map(self._decode, pipe.execute()) if r is not None]
+
+    def counts(self) -> dict[str, int]:
+        """How many runs are in each state."""
+        out: dict[str, int] = {}
+        for rec in self.all():
+            out[rec["state"]] = out.get(rec["state"], 0) + 1
+        return dict(sorted(out.items()))

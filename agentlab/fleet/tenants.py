@@ -1,0 +1,67 @@
+"""Tenants: one Redis ACL user per tenant, limited to that tenant's keys (chapter 13).
+
+Part of ``notebooks/13_fleet.ipynb`` (book chapter, 1.5: tenant isolation is part of the price
+of a shared runtime). ``create_tenant(admin_url, "acme", password)`` runs, as an admin::
+
+    ACL SETUSER acme reset on >password ~agentlab:acme:* resetchannels +@all -@dangerous
+
+so the URL ``redis://acme:password@host:port/0`` (``tenant_url``) can read and write
+``agentlab:acme:*`` and nothing else: another tenant's state, checkpoints or tool log answer
+``NOPERM``, which the stores report as ``permission_denied``; and a store opened with that URL
+but no ``tenant=`` uses tenant ``acme`` (the user name). ``-@dangerous`` keeps the tenant away
+from ``FLUSHALL``, ``KEYS``, ``CONFIG``, ``ACL``, ``DEBUG`` and the like. ``extra_key_patterns``
+(e.g. a Celery broker's keys) and ``channels`` widen the grant when a tenant also runs workers.
+"""
+from __future__ import annotations
+
+from urllib.parse import quote, urlsplit, urlunsplit
+
+from ..errors import ConfigError
+from .connection import RedisTarget, key_prefix, redis_errors, validate_tenant
+
+__all__ = ["create_tenant", "delete_tenant", "tenant_url"]
+
+
+def tenant_url(server_url: str, tenant: str, password: str) -> str:
+    """The URL of ``server_url``'s server with ``tenant``'s credentials."""
+    parts = urlsplit(server_url)
+    host = parts.hostname or "127.0.0.1"
+    netloc = f"{quote(validate_tenant(tenant))}:{quote(password, safe='')}@{host}" + \
+        (f":{parts.port}" if parts.port else "")
+    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+
+
+def create_tenant(admin_url: str, tenant: str, password: str, *,
+                  extra_key_patterns: tuple[str, ...] = (), channels: tuple[str, ...] = ()) -> str:
+    """Create (or reset) the ACL user ``tenant``; return the tenant's URL.
+
+    Raises ``ConfigError`` for a bad name or an empty password, and ``ConfigError`` with the
+    codes of ``connection.py`` when the admin cannot reach the server or set users.
+    """
+    validate_tenant(tenant)
+    if not isinstance(password, str) or len(password) < 8 or any(c.isspace() for c in password):
+        raise ConfigError("invalid_config", "a tenant password has at least 8 characters and "
+                          "no spaces")
+    if tenant == "default":
+        raise ConfigError("invalid_config", "tenant 'default' is Redis's own admin user; pick "
+                          "another name")
+    admin = RedisTarget(admin_url)
+    rules = ["reset", "on", f">{password}", f"~{key_prefix(tenant)}*",
+             *(f"~{p}" for p in extra_key_patterns), "resetchannels",
+             *(f"&{c}" for c in channels), "+@all", "-@dangerous"]
+    try:
+        with redis_errors(ConfigError, admin, f"create tenant {tenant!r}"):
+            admin.client.execute_command("ACL", "SETUSER", tenant, *rules)
+    finally:
+        admin.close()
+    return tenant_url(admin_url, tenant, password)
+
+
+def delete_tenant(admin_url: str, tenant: str) -> bool:
+    """Remove ``tenant``'s ACL user (its keys stay); True if it existed."""
+    admin = RedisTarget(admin_url)
+    try:
+        with redis_errors(ConfigError, admin, f"delete tenant {validate_tenant(tenant)!r}"):
+            return bool(admin.client.execute_command("ACL", "DELUSER", tenant))
+    finally:
+        admin.close()

@@ -1,0 +1,110 @@
+"""``agentlab worker | submit | runs`` (chapter 13): Redis from the session fixture; the one
+test that needs a worker runs Celery's in-thread test worker on the fleet's own app."""
+from __future__ import annotations
+
+import json
+
+import pytest
+from celery.contrib.testing.worker import start_worker
+
+from agentlab.cli import main
+from agentlab.experiments import Experiment
+from agentlab.experiments import runner as runner_mod
+from agentlab.cli.submit import tool_limits
+from agentlab.fleet import tasks
+from agentlab.fleet.app import FleetConfig, celery_settings
+from agentlab.fleet.control import Fleet
+from agentlab.fleet.server import free_port
+
+
+@pytest.fixture
+def fleet_env(redis_url, monkeypatch, tmp_path):
+    monkeypatch.setenv("AGENTLAB_REDIS_URL", redis_url)
+    monkeypatch.setenv("AGENTLAB_FLEET_DIR", str(tmp_path))
+    return Fleet()
+
+
+@pytest.mark.parametrize("argv", [["submit", "Research asyncio"], ["runs", "list"],
+                                  ["runs", "cancel", "run-x"], ["worker"]])
+def test_unreachable_redis_is_one_line_and_exit_code_2(argv, monkeypatch, capsys):
+    monkeypatch.setenv("AGENTLAB_REDIS_URL", f"redis://127.0.0.1:{free_port()}/0")
+    assert main(argv) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1 and "Traceback" not in err
+    assert err.startswith(f"agentlab {argv[0]}: cannot reach Redis at redis://127.0.0.1:")
+    assert "set AGENTLAB_REDIS_URL" in err
+
+
+def test_submit_list_show_and_cancel_a_queued_run(fleet_env, capsys):
+    assert main(["submit", "Research asyncio", "--tool-limit", "web_search=2"]) == 0
+    run_id = capsys.readouterr().out.strip()
+    assert fleet_env.show(run_id)["spec"]["tool_limits"] == {"web_search": 2}
+    assert main(["runs", "list"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split()[:3] == ["run_id", "state", "att"]
+    assert lines[1].split()[:3] == [run_id, "queued", "0"]
+    assert main(["runs", "show", run_id]) == 0
+    assert json.loads(capsys.readouterr().out)["task"] == "Research asyncio"
+    assert main(["runs", "cancel", run_id]) == 0
+    assert capsys.readouterr().out == f"{run_id}: cancelled\n"
+
+
+def test_runs_show_of_an_unknown_run_says_so(fleet_env, capsys):
+    assert main(["runs", "show", "run-nope"]) == 2
+    assert capsys.readouterr().err == ("agentlab runs: no fleet run 'run-nope'; `agentlab runs "
+                                       "list` shows the runs this Redis knows\n")
+
+
+def test_bad_tool_limit_is_refused():
+    with pytest.raises(ValueError, match="use TOOL=N with N >= 1"):
+        tool_limits(["web_search=0"])
+
+
+@pytest.fixture
+def thread_worker(fleet_env):
+    """Celery's in-thread worker on the fleet's app, pointed at this test's Redis."""
+    settings = celery_settings(FleetConfig.from_env())
+    saved = {k: tasks.app.conf[k] for k in settings}
+    tasks.app.conf.update(settings)
+    try:
+        with start_worker(tasks.app, pool="solo", perform_ping_check=False, queues=["agentlab"]):
+            yield
+    finally:
+        tasks.app.conf.update(saved)
+
+
+def test_submit_wait_runs_on_a_worker_and_prints_the_answer(fleet_env, thread_worker, capsys):
+    code = main(["submit", "Research Python asyncio best practices", "--wait",
+                 "--time-scale", "0", "--timeout", "30"])
+    out = capsys.readouterr().out.splitlines()
+    assert code == 0, out
+    assert out[1].startswith("finished: 6 turns, attempts 1, worker ")
+    assert fleet_env.show(out[0])["state"] == "finished"
+
+
+def test_runs_reject_resumes_the_run_and_the_rejected_call_never_runs(fleet_env, thread_worker,
+                                                                      capsys, tmp_path):
+    run_id = fleet_env.submit("Research Python asyncio best practices",
+                              approve_tools=["write_file"])
+    rejected = []
+    for _ in range(3):  # the simulated researcher asks once more after a refusal
+        rec = fleet_env.wait(run_id, timeout_s=30)[0]
+        if rec["state"] != "paused":
+            break
+        rejected.append(rec["pending"][0]["call_id"])
+        assert main(["runs", "reject", run_id, rejected[-1], "--reason", "not today"]) == 0
+        assert capsys.readouterr().out == f"{run_id}: queued\n"
+    assert rec["state"] == "finished" and rejected
+    runs = fleet_env.ledger.executions(run_id)
+    assert not [c for c in rejected if f"{run_id}:{c}" in runs]   # never ran
+    assert not (tmp_path / "output" / run_id / "asyncio-report.md").exists()
+    assert main(["runs", "approve", run_id]) == 2                   # nothing is waiting now
+    assert "is finished, not paused" in capsys.readouterr().err
+
+
+def test_an_experiment_runs_its_cells_on_the_fleet(fleet_env, thread_worker, monkeypatch):
+    monkeypatch.setattr(runner_mod, "_FLEET", {})  # found through the entry point, not imported
+    res = Experiment(seeds=2, tasks=["dag"], settings={"dag_calls": 4}).run(
+        fleet=True, progress=False)
+    assert res.manifest["executor"] == "fleet" and len(res.runs) == 2
+    assert (res.runs["status"] == "ok").all()

@@ -1,0 +1,65 @@
+"""Chapter 13's widgets and plots: the runs table, the approval panel, throughput and tails."""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+
+from agentlab.fleet.control import Fleet
+from agentlab.fleet.runs import RunSpec
+from agentlab.viz.fleet import plot_throughput, plot_tool_percentiles, throughput_series, tool_percentiles
+from agentlab.widgets.fleet import approval_panel, fleet_table, format_runs_table
+
+
+@pytest.fixture
+def fleet(redis_url, monkeypatch, tmp_path):
+    monkeypatch.setenv("AGENTLAB_REDIS_URL", redis_url)
+    monkeypatch.setenv("AGENTLAB_FLEET_DIR", str(tmp_path))
+    return Fleet()
+
+
+def test_the_runs_table_goes_live_then_settles(fleet):
+    ids = [fleet.submit("Research asyncio") for _ in range(2)]
+    panel = fleet_table(fleet, ids, refresh_s=0.05)
+    assert "queued: 2" in panel.text and "live" in panel.children[0].value
+    for run_id in ids:
+        fleet.cancel(run_id)
+    deadline = time.monotonic() + 5
+    while "settled" not in panel.children[0].value:
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+    assert panel.text.splitlines()[-1] == "cancelled: 2"
+    assert "<pre>" in panel.children[1].value and "cancelled" in panel.children[1].value
+
+
+def test_the_approval_panel_lists_the_pending_call_and_reports_a_failed_decision(fleet):
+    run_id = "run-approve-1"
+    fleet.records.create(run_id, RunSpec("Research asyncio", approve_tools=["write_file"]))
+    fleet.records.update(run_id, state="paused", pending=[
+        {"call_id": "c1", "tool": "write_file", "arguments": {"filename": "r.md"}}])
+    panel = approval_panel(fleet, run_id)
+    approve, reject = panel.children[0].children
+    assert "waits for approval: write_file(filename='r.md')" in panel.text
+    assert not approve.disabled and not reject.disabled
+    reject.click()  # no checkpoint holds this made-up pause: the error is shown, not raised
+    assert "CheckpointError" in panel.text and fleet.show(run_id)["state"] == "paused"
+
+
+def test_a_settled_run_cannot_be_decided_from_the_panel(fleet):
+    run_id = fleet.submit("Research asyncio")
+    fleet.cancel(run_id)
+    panel = approval_panel(fleet, run_id)
+    assert panel.children[0].children[0].disabled and "cancelled" in panel.text
+    assert format_runs_table([fleet.show(run_id)]).splitlines()[-1] == "cancelled: 1"
+
+
+def test_percentiles_match_numpy_and_throughput_bins_count_every_run():
+    xs = list(np.random.default_rng(0).exponential(100, 200))
+    row = tool_percentiles({"web_search": xs, "idle": []})
+    assert list(row) == ["web_search"] and row["web_search"]["calls"] == 200
+    assert row["web_search"]["p95"] == pytest.approx(np.percentile(xs, 95))
+    edges, counts = throughput_series([10.0, 10.2, 11.5, 13.9], bin_s=1.0)
+    assert edges[0] == 0.0 and sum(counts) == 4 and counts[0] == 2
+    assert plot_throughput([1.0, 2.0], events={"kill": 1.5}).axes[0].get_title() == "fleet throughput"
+    assert len(plot_tool_percentiles({"a": [1, 2, 3]}).axes[0].patches) == 3
