@@ -22,11 +22,16 @@ def fleet(redis_url, monkeypatch, tmp_path):
 def test_the_runs_table_goes_live_then_settles(fleet):
     ids = [fleet.submit("Research asyncio") for _ in range(2)]
     panel = fleet_table(fleet, ids, refresh_s=0.05)
-    assert "queued: 2" in panel.text and "live" in panel.children[0].value
-    for run_id in ids:
-        fleet.cancel(run_id)
+    show, status = panel.children[0].children
+    assert "queued: 2" in panel.text and "live" in status.value
+    fleet.cancel(ids[0])
+    show.value = "queued"  # the menu narrows the table at once; the count line counts all runs
+    assert ids[0][:12] not in panel.text and ids[1][:12] in panel.text
+    assert panel.text.splitlines()[-1] == "all runs: cancelled: 1  queued: 1"
+    show.value = "all"
+    fleet.cancel(ids[1])
     deadline = time.monotonic() + 5
-    while "settled" not in panel.children[0].value:
+    while "settled" not in status.value:
         assert time.monotonic() < deadline
         time.sleep(0.02)
     assert panel.text.splitlines()[-1] == "cancelled: 2"

@@ -37,25 +37,33 @@ def format_runs_table(records: list[dict], *, short_ids: bool = True) -> str:
 
 def fleet_table(fleet: Any, run_ids: list[str] | None = None, *, refresh_s: float = 0.5,
                 timeout_s: float = 120.0) -> Panel:
-    """A live table of ``run_ids`` (default: every run), refreshed until they all settle."""
+    """A live table of ``run_ids`` (default: every run), refreshed until they all settle; the
+    "show" menu narrows it to the runs in one state (the count line always counts them all)."""
     status, table = w.HTML(), w.HTML()
-    panel = Panel([status, table], title="fleet runs (chapter 13)")
+    show = w.Dropdown(options=["all", "queued", "running", PAUSED, *sorted(TERMINAL)],
+                      value="all", description="show")
+    panel = Panel([w.HBox([show, status]), table], title="fleet runs (chapter 13)")
     stop = threading.Event()
 
     def records() -> list[dict]:
         return [fleet.show(i) for i in run_ids] if run_ids else fleet.runs()
 
-    def refresh() -> bool:
+    def refresh(_: Any = None) -> bool:
         recs = records()
         settled = all(r["state"] in TERMINAL or r["state"] == PAUSED for r in recs)
         status.value = f"<b>{len(recs)} runs</b> — {'settled' if settled else 'live'}"
-        text = format_runs_table(recs)
+        shown = [r for r in recs if show.value in ("all", r["state"])]
+        text = format_runs_table(shown)
+        if show.value != "all":
+            text += "\nall runs: " + "  ".join(f"{k}: {v}" for k, v in sorted(
+                Counter(r["state"] for r in recs).items()))
         # widget values only: printing into an Output widget from a thread would land in
         # whichever cell is running at the time
         table.value = f"<pre>{html.escape(text)}</pre>"
         panel.show(None, text=text)
         return settled
 
+    show.observe(refresh, "value")
     def loop() -> None:
         waited = 0.0
         while not stop.wait(refresh_s) and waited < timeout_s:
