@@ -92,7 +92,8 @@ class CheckpointManager:
             a plug-in serves (``"redis://host:port/0"``: chapter 13), or a backend object.
         run_id: the run new checkpoints belong to (a fresh ``run-<uuid>`` when omitted).
         redact_values: exact secret strings (e.g. the API key a client was built with) that must
-            never reach disk, masked everywhere including messages; see also ``add_secret``.
+            never reach disk, masked everywhere including messages; see also ``add_secret``
+            (values under 8 characters are ignored: ``agentlab.redaction``'s rule).
     """
 
     def __init__(self, checkpoint_dir: str | os.PathLike = ".agent_checkpoints",
