@@ -73,8 +73,8 @@ def get_encoding(name: str):
     """The tiktoken ``Encoding`` called ``name``, built from the bundled file (never downloaded)."""
     if name not in ENCODING_SHA256:
         raise ValueError(f"unknown encoding {name!r}; bundled: {sorted(ENCODING_SHA256)}")
-    import tiktoken
-    from tiktoken_ext import openai_public
+    import tiktoken  # lazy: heavy
+    from tiktoken_ext import openai_public  # lazy: heavy
 
     # tiktoken's own constructor knows the regex and special tokens; we only swap the loader
     # it calls for one that reads our checked local file. The lock keeps the swap private.

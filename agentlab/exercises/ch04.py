@@ -46,13 +46,13 @@ def summarize_roles(messages: list[dict]) -> list[str]:
 
 
 def _history(turns: int, seed: int, max_parallel: int = 3) -> list[dict]:
-    from ..messages import synthetic_history
+    from ..messages import synthetic_history  # lazy: heavy
     return ([{"role": "system", "content": "You are a researcher."}]
             + synthetic_history(turns, seed=seed, max_parallel=max_parallel, result_words=(10, 80)))
 
 
 def _strict(messages: list[dict]) -> str:
-    from ..sim import SimulatorHTTPError, check_request
+    from ..sim import SimulatorHTTPError, check_request  # lazy: heavy
     try:
         check_request({"model": "gpt-4o", "messages": messages})
     except SimulatorHTTPError as exc:

@@ -43,7 +43,7 @@ def reference_assemble(fragments: list[dict]) -> list[dict]:
 
 def stream_fragments(calls: list[tuple[str, dict]], seed: int = 0) -> list[dict]:
     """The tool-call fragments the simulator streams for ``calls`` (one parallel turn)."""
-    from .. import sim
+    from .. import sim  # lazy: heavy
 
     s = sim.Simulator([[sim.call(n, a) for n, a in calls]], seed=seed)
     tools = [{"type": "function", "function": {"name": n, "parameters": {"type": "object"}}}

@@ -19,7 +19,7 @@ __all__ = ["check_added_tool", "reference_count_pages", "run_research_with"]
 
 def reference_count_pages(topic: str) -> str:
     """The reference answer for ``count_pages(topic)``."""
-    from ..research import corpus
+    from ..research import corpus  # lazy: heavy
 
     t = topic.lower()
     n = sum(1 for p in corpus().pages.values() if t in (p.title + "\n" + p.body).lower())
@@ -31,10 +31,10 @@ def run_research_with(add_tool: Callable[[Any], Any], output_dir: str | Path | N
 
     Returns ``(result, report_text)``; the report text is "" when none was written.
     """
-    from .. import sim
-    from ..research import DEMO_TASK, SYSTEM_PROMPT, research_tools
-    from ..runtime import AgentRuntime
-    from ..sim.researcher import Researcher
+    from .. import sim  # lazy: heavy
+    from ..research import DEMO_TASK, SYSTEM_PROMPT, research_tools  # lazy: heavy
+    from ..runtime import AgentRuntime  # lazy: heavy
+    from ..sim.researcher import Researcher  # lazy: heavy
 
     out = Path(output_dir or tempfile.mkdtemp(prefix="agentlab-ex08-"))
     registry = research_tools(out)
@@ -47,7 +47,7 @@ def run_research_with(add_tool: Callable[[Any], Any], output_dir: str | Path | N
 
 def check_added_tool(add_tool: Callable[[Any], Any]) -> str:
     """Check ``add_tool(registry)`` (see the module docstring)."""
-    from ..research import research_tools
+    from ..research import research_tools  # lazy: heavy
 
     def registry():
         reg = research_tools(tempfile.mkdtemp(prefix="agentlab-ex08-"))

@@ -20,7 +20,7 @@ def _norm(levels) -> list[list[str]]:
 
 
 def _reference(deps: dict[str, list[str]]) -> list[list[str]]:
-    from ..dag import DependencyGraph
+    from ..dag import DependencyGraph  # lazy: heavy
     g = DependencyGraph()
     for k, v in deps.items():
         g.add_tool(k, v)

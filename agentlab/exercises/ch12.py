@@ -22,7 +22,7 @@ __all__ = ["check_tool_p95", "check_tool_error_rate", "make_spans"]
 def make_spans(calls: list[tuple[str, float, bool]], *, llm_ms: float = 900.0,
                open_tool: str | None = None) -> list[dict]:
     """Spans of a small run: one turn with a model call, then ``(tool, duration_ms, ok)`` calls."""
-    from ..observe import AgentObserver
+    from ..observe import AgentObserver  # lazy: heavy
 
     obs = AgentObserver("exercise", seed=12)
     with obs.span("run"):

@@ -16,13 +16,13 @@ from __future__ import annotations
 import json
 import os
 
+from ..tools import ToolRegistry
+
 __all__ = ["naive_research_tools"]
 
 
 def naive_research_tools(output_dir="output"):
     """A ``ToolRegistry`` with the article's four tools (``output_dir`` instead of "output")."""
-    from ..tools import ToolRegistry
-
     registry = ToolRegistry()
 
     @registry.tool()

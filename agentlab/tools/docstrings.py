@@ -77,7 +77,7 @@ def _google_params(lines: list[str]) -> dict[str, str]:
 
 
 def _parsed_params(text: str, style: str) -> dict[str, str]:
-    import docstring_parser  # lazy: only Sphinx/numpy docstrings need it
+    import docstring_parser  # lazy: heavy; only Sphinx/numpy docstrings need it
 
     kind = (docstring_parser.DocstringStyle.REST if style == "sphinx"
             else docstring_parser.DocstringStyle.NUMPYDOC)
