@@ -8,7 +8,7 @@ import pytest
 from celery.contrib.testing.worker import start_worker
 
 from agentlab.cli import main
-from agentlab.experiments import Experiment
+from agentlab.experiments import MEASURED, Experiment
 from agentlab.experiments import runner as runner_mod
 from agentlab.cli.submit import tool_limits
 from agentlab.fleet import tasks
@@ -104,7 +104,13 @@ def test_runs_reject_resumes_the_run_and_the_rejected_call_never_runs(fleet_env,
 
 def test_an_experiment_runs_its_cells_on_the_fleet(fleet_env, thread_worker, monkeypatch):
     monkeypatch.setattr(runner_mod, "_FLEET", {})  # found through the entry point, not imported
-    res = Experiment(seeds=2, tasks=["dag"], settings={"dag_calls": 4}).run(
-        fleet=True, progress=False)
+    exp = Experiment(seeds=2, tasks=["dag"], settings={"dag_calls": 4})
+    res = exp.run(fleet=True, progress=False)
     assert res.manifest["executor"] == "fleet" and len(res.runs) == 2
     assert (res.runs["status"] == "ok").all()
+    # the same spec and seeds give the same tables on the fleet as in this process (wall times
+    # and other measured columns aside)
+    local = exp.run(workers=1, progress=False)
+    for table in ("runs", "tool_calls"):
+        drop = [c for c in MEASURED[table] if c in getattr(res, table)]
+        assert getattr(res, table).drop(columns=drop).equals(getattr(local, table).drop(columns=drop))
