@@ -5,6 +5,7 @@ Taught in ``notebooks/11_checkpoints.ipynb``:
 - ``manager.py``: ``CheckpointManager`` (save, load the newest, retention, the tool-result log);
 - ``durable.py``: how a runtime's runs are made durable, attached from outside (the resume
   phase, checkpoints at safe points, tool results recorded as they complete, never run twice);
+- ``resume_checks.py``: whether a checkpoint fits the run resuming from it (task, metadata);
 - ``document.py``: the ``Checkpoint`` record, its ids, format version and on-disk text;
 - ``store.py``: what a backend offers; ``json_backend.py`` and ``sqlite_backend.py``;
 - ``tool_log.py``: the tool-result log of a run, indexed in memory and read incrementally;
