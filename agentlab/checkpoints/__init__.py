@@ -9,6 +9,7 @@ Taught in ``notebooks/11_checkpoints.ipynb``:
 - ``document.py``: the ``Checkpoint`` record, its ids, format version and on-disk text;
 - ``store.py``: what a backend offers; ``json_backend.py`` and ``sqlite_backend.py``;
 - ``tool_log.py``: the tool-result log of a run, indexed in memory and read incrementally;
+- ``run_ids.py``: what a ``run_id`` looks like (``new_run_id``, ``check_run_id``);
 - ``calls.py``: a long run's ``tool_calls_made`` list, encoded once and saved in chunks;
 - ``safe_point.py``: when a history can be saved (and what ``load`` accepts as a
   conversation); ``redact.py``: what never reaches disk (through ``agentlab.redaction``).
