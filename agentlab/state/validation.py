@@ -1,4 +1,4 @@
-"""What every state store refuses: keys that are not safe file names, values that are not plain JSON.
+"""What every state store refuses: keys that are not safe file names, values that are not JSON.
 
 The same rules on every store (``__init__`` lists them), so a key that works in memory works in a
 folder on Windows too, and a value that saves in one store saves in all. ``validate_key`` raises
