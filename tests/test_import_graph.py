@@ -17,7 +17,7 @@ shape = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(shape)
 
 #: The modules this rule is enforced on here (the seam's chapters and chapter 05).
-SEAM = ("agentlab/runtime/", "agentlab/checkpoints/", "agentlab/observe/", "agentlab/state.py",
+SEAM = ("agentlab/runtime/", "agentlab/checkpoints/", "agentlab/observe/", "agentlab/state/",
         "agentlab/atomic.py")
 
 

@@ -5,9 +5,11 @@ Taught in ``notebooks/11_checkpoints.ipynb``:
 - ``manager.py``: ``CheckpointManager`` (save, load the newest, retention, the tool-result log);
 - ``durable.py``: how a runtime's runs are made durable, attached from outside (the resume
   phase, checkpoints at safe points, tool results recorded as they complete, never run twice);
+- ``resume_checks.py``: whether a checkpoint fits the run resuming from it (task, metadata);
 - ``document.py``: the ``Checkpoint`` record, its ids, format version and on-disk text;
 - ``store.py``: what a backend offers; ``json_backend.py`` and ``sqlite_backend.py``;
 - ``tool_log.py``: the tool-result log of a run, indexed in memory and read incrementally;
+- ``run_ids.py``: what a ``run_id`` looks like (``new_run_id``, ``check_run_id``);
 - ``calls.py``: a long run's ``tool_calls_made`` list, encoded once and saved in chunks;
 - ``safe_point.py``: when a history can be saved (and what ``load`` accepts as a
   conversation); ``redact.py``: what never reaches disk (through ``agentlab.redaction``).

@@ -40,7 +40,6 @@ recorded). That is what the idempotency key is for.
 """
 from __future__ import annotations
 
-import hashlib
 import inspect
 import logging
 import threading
@@ -50,8 +49,9 @@ from typing import Any, Iterable
 
 from ..errors import AgentError, CheckpointError, ConfigError
 from ..executor import ToolResult
-from ..redaction import client_api_key, redact, register_secret
+from ..redaction import client_api_key, register_secret
 from ..runtime.context import LAST_RUN_KEY, RunContext
+from .resume_checks import check_metadata, same_task, task_digest
 from .safe_point import unsafe_index
 
 __all__ = ["attach", "DurableRuns", "DurableExecutor", "ReplayedResult", "idempotency_key",
@@ -111,14 +111,14 @@ class DurableRuns:
                                   "holds no checkpoint; call run() without resume_from to start")
         meta = cp.metadata
         where = f"checkpoint {cp.id} (run {cp.run_id}, revision {cp.revision})"
-        _check_metadata(meta, where, cp.id)
+        check_metadata(meta, where, cp.id)
         if meta.get("saved_due_to") == "completed":
             raise CheckpointError("run_finished", f"{where} is of a run that finished; its answer "
                                   "is in the checkpoint's messages. Start a new run instead",
                                   details={"id": cp.id, "run_id": cp.run_id})
         self._register_key(cm)
         saved_task = meta.get("task")
-        if ctx.task and saved_task is not None and not _same_task(ctx.task, meta, cm.secrets()):
+        if ctx.task and saved_task is not None and not same_task(ctx.task, meta, cm.secrets()):
             raise CheckpointError("checkpoint_incompatible", f"{where} was saved for the task "
                                   f"{saved_task[:80]!r}, not {ctx.task[:80]!r}; pass the same task "
                                   "(or an empty one) to resume it", details={"id": cp.id})
@@ -183,7 +183,7 @@ class DurableRuns:
         """Save a checkpoint of the run now (``saved_due_to=due``); never raises."""
         rt = self.runtime
         messages = rt.messages.get_messages()
-        meta = {"saved_due_to": due, "task": ctx.task, "task_sha256": _digest(ctx.task),
+        meta = {"saved_due_to": due, "task": ctx.task, "task_sha256": task_digest(ctx.task),
                 "model": getattr(rt.llm, "model", None),
                 "tools": sorted(rt.registry.list_tools()), "usage": dict(ctx.usage),
                 "elapsed_s": round(ctx.elapsed_ms() / 1000.0, 6), **extra}
@@ -314,42 +314,3 @@ class DurableExecutor:
         workers = min(len(batch), int(getattr(self.inner, "max_workers", 4) or 1))
         with ThreadPoolExecutor(workers, thread_name_prefix="agentlab-durable") as pool:
             return list(pool.map(one, batch))
-
-
-def _digest(task: Any) -> str | None:
-    """A digest of the task: compared on resume, since the saved task text may be redacted."""
-    if not isinstance(task, str):
-        return None
-    return hashlib.sha256(task.encode("utf-8", "surrogatepass")).hexdigest()
-
-
-def _same_task(task: str, meta: dict, secrets: tuple[str, ...]) -> bool:
-    """True when ``task`` is the task ``meta`` was saved for (digest, else the redacted text)."""
-    if isinstance(meta.get("task_sha256"), str):
-        return meta["task_sha256"] == _digest(task)
-    return task == meta.get("task") or redact(task, secrets) == meta.get("task")
-
-
-#: The metadata fields a resume relies on, with the types it accepts.
-_META_TYPES: dict[str, tuple[type, ...]] = {
-    "task": (str, type(None)), "tools": (list, type(None)), "usage": (dict, type(None)),
-    "elapsed_s": (int, float, type(None)), "saved_due_to": (str, type(None)),
-    "model": (str, type(None)), "task_sha256": (str, type(None))}
-
-
-def _check_metadata(meta: dict, where: str, cid: str) -> None:
-    """Refuse hand-edited metadata of the wrong type before it reaches the run's counters."""
-    for key, types in _META_TYPES.items():
-        value = meta.get(key)
-        ok = isinstance(value, types) and not (isinstance(value, bool) and key == "elapsed_s")
-        if ok and key == "tools":
-            ok = all(isinstance(t, str) for t in value or ())
-        if ok and key == "usage":
-            ok = all(isinstance((value or {}).get(k) or 0, int) and not isinstance(
-                (value or {}).get(k), bool) for k in ("prompt_tokens", "completion_tokens",
-                                                       "total_tokens"))
-        if not ok:
-            raise CheckpointError("checkpoint_corrupt", f"{where}: metadata[{key!r}] is "
-                                  f"{type(value).__name__} {str(value)[:60]!r}, not what agentlab "
-                                  "writes; the checkpoint was edited. Fix the field or load an "
-                                  "older checkpoint", details={"id": cid, "field": key})

@@ -36,9 +36,9 @@ What the article's manager got wrong and this one does not:
   remains proportional is the history, which the runtime's context budget keeps bounded;
 - no directory or database file is created until the first write.
 
-Run identity (book 1.4): a run keeps its ``run_id`` when it resumes; ``revision`` is
-1 + the highest revision of that run in the store, so the first checkpoint after a resume from
-revision r has revision r + 1.
+Run identity (book 1.4, ``run_ids.py``): a run keeps its ``run_id`` when it resumes;
+``revision`` is 1 + the highest revision of that run in the store. The tool-result log's methods
+(``record_tool_result``, ``find_tool_result``, ...) come from ``tool_log.ToolResultLog``.
 
 With the runtime: ``AgentRuntime(..., checkpoints=cm)`` calls ``cm.attach(runtime)``
 (``agentlab.checkpoints.durable``): a checkpoint at the start of a run, every
@@ -51,36 +51,27 @@ from __future__ import annotations
 
 import logging
 import os
-import re
-import uuid
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from ..atomic import portable_name_problem
 from ..errors import CheckpointError, ConfigError
-from ..redaction import MIN_SECRET_LENGTH, redact, registered_secrets
+from ..redaction import MIN_SECRET_LENGTH, registered_secrets
 from .document import FORMAT_VERSION, Checkpoint, new_checkpoint_id, render_checkpoint
 from .durable import DurableRuns, idempotency_key, attach as attach_runs
 from .calls import CallListEncoder, chunk_record, join_chunks
 from .redact import encode_body, to_plain
+from .run_ids import check_run_id, new_run_id
 from .safe_point import conversation_problem, unsafe_index
 from .store import make_backend
-from .tool_log import ToolLogIndex, arguments_key, new_record
+from .tool_log import ToolLogIndex, ToolResultLog
 
 __all__ = ["CheckpointManager", "idempotency_key", "new_run_id"]
 
 logger = logging.getLogger(__name__)
 
-_RUN_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
 
-
-def new_run_id() -> str:
-    """A fresh run id (``run-<uuid4>``)."""
-    return f"run-{uuid.uuid4()}"
-
-
-class CheckpointManager:
+class CheckpointManager(ToolResultLog):
     """Save, list, load and prune checkpoints of agent runs; keep the durable tool-result log.
 
     Args:
@@ -108,7 +99,7 @@ class CheckpointManager:
         self.auto_save_interval = auto_save_interval
         self.max_checkpoints = max_checkpoints
         self.backend = make_backend(store, checkpoint_dir)
-        self._run_id = self._check_run_id(run_id) if run_id is not None else new_run_id()
+        self._run_id = check_run_id(run_id) if run_id is not None else new_run_id()
         self._secrets: list[str] = []
         for value in redact_values:
             self.add_secret(value)
@@ -125,17 +116,7 @@ class CheckpointManager:
 
     @run_id.setter
     def run_id(self, value: str) -> None:
-        self._run_id = self._check_run_id(value)
-
-    @staticmethod
-    def _check_run_id(run_id: str) -> str:
-        if not isinstance(run_id, str) or not _RUN_ID_RE.match(run_id) \
-                or portable_name_problem(run_id):
-            raise CheckpointError("invalid_key", f"run_id {run_id!r} must be 1-128 characters of "
-                                  "letters, digits, '_', '.', '-', starting with a letter or digit, "
-                                  "not ending with '.', and not a Windows device name (CON, NUL)",
-                                  details={"run_id": repr(run_id)})
-        return run_id
+        self._run_id = check_run_id(value)
 
     def add_secret(self, value: str | None) -> bool:
         """Never write this exact string (an API key, a token); masked even inside messages.
@@ -186,7 +167,7 @@ class CheckpointManager:
                 f"(unanswered or orphaned call ids: {', '.join(map(str, ids))}); save after every "
                 "tool result is appended, or use save_on_exception, which cuts the unfinished tail",
                 details={"index": i, "tool_call_ids": ids})
-        run = self._check_run_id(run_id) if run_id is not None else self._run_id
+        run = check_run_id(run_id) if run_id is not None else self._run_id
         secrets = self.secrets()
         meta = to_plain(metadata or {}, "metadata", scrub=True, secrets=secrets)
         calls = tool_calls_made if isinstance(tool_calls_made, list) else list(tool_calls_made or [])
@@ -304,7 +285,7 @@ class CheckpointManager:
 
     def delete_run(self, run_id: str) -> int:
         """Remove every checkpoint of ``run_id`` and its tool-result log; returns how many."""
-        run_id = self._check_run_id(run_id)
+        run_id = check_run_id(run_id)
         self._logs.pop(run_id, None)
         drop = getattr(self.backend, "delete_run", None)
         if drop is not None:
@@ -317,47 +298,6 @@ class CheckpointManager:
         self._last_saved_turn = 0
         self._logs.clear()
         return self.backend.clear()
-
-    # -- durable tool-call log ("no re-execution")
-    def record_tool_result(self, run_id: str, tool_call_id: str, name: str, result: str,
-                           success: bool, error_code: str | None = None, *,
-                           arguments: dict | None = None, turn: int | None = None) -> bool:
-        """Durably record a finished tool call before the run goes on.
-
-        The first record for ``(run_id, tool_call_id)`` wins: that is what the model was shown.
-        Returns False when the call was already recorded.
-        """
-        run_id = self._check_run_id(run_id)
-        record = new_record(run_id, tool_call_id, name, result, success, error_code, arguments,
-                            turn, self.secrets())  # arguments and result redacted alike
-        added = self.backend.record_tool_result(record)
-        if added and run_id in self._logs:
-            self._logs[run_id].add(record)
-        return added
-
-    def _log(self, run_id: str) -> ToolLogIndex:
-        """This run's tool-result index, caught up with what any process appended since."""
-        run_id = self._check_run_id(run_id)
-        index = self._logs.get(run_id)
-        if index is None:
-            index = self._logs[run_id] = ToolLogIndex(self.backend, run_id)
-        return index.refresh()
-
-    def get_tool_result(self, run_id: str, tool_call_id: str) -> dict | None:
-        """The recorded outcome of this call, or None if it never completed."""
-        return self._log(run_id).by_id.get(str(tool_call_id))
-
-    def find_tool_result(self, run_id: str, tool_call_id: str, name: str, arguments: Any,
-                         claimed: set[str]) -> dict | None:
-        """The record of this call: by id, else a call with the same name and arguments whose id
-        is not in ``claimed`` (a model that re-asks under a new id). O(1) per lookup."""
-        key = arguments_key(str(name), None if arguments is None else
-                            redact(to_plain(arguments, "arguments", False), self.secrets()))
-        return self._log(run_id).find(str(tool_call_id), str(name), key, claimed)
-
-    def completed_tool_calls(self, run_id: str) -> dict[str, dict]:
-        """Every recorded call of a run: ``{tool_call_id: record}`` in completion order."""
-        return dict(self._log(run_id).by_id)
 
     # -- with a runtime
     def attach(self, runtime: Any) -> DurableRuns:

@@ -17,6 +17,9 @@ more than the one before (issue 13: 4 ms at 100 results, 68 ms at 3,000), so a
   ``KeyError``/``TypeError`` deep inside a resume.
 
 If the backend reports that the log was replaced (cleared, pruned) the index starts again.
+
+``ToolResultLog`` holds the log's public methods (``record_tool_result``, ``get_tool_result``,
+``find_tool_result``, ``completed_tool_calls``); ``CheckpointManager`` inherits them.
 """
 from __future__ import annotations
 
@@ -28,8 +31,9 @@ from ..errors import CheckpointError
 from ..redaction import redact
 from .calls import CHUNK_TOOL
 from .redact import to_plain
+from .run_ids import check_run_id
 
-__all__ = ["ToolLogIndex", "check_record", "arguments_key", "new_record"]
+__all__ = ["ToolLogIndex", "ToolResultLog", "check_record", "arguments_key", "new_record"]
 
 _FIELDS: dict[str, tuple[type, ...]] = {
     "run_id": (str,), "tool_call_id": (str,), "name": (str,), "result": (str,),
@@ -141,3 +145,54 @@ class ToolLogIndex:
             if cid not in claimed:
                 return self.by_id[cid]
         return None
+
+
+class ToolResultLog:
+    """The durable tool-call log ("no re-execution"): ``CheckpointManager``'s methods for it.
+
+    A mixin: the class using it provides ``backend`` (a ``CheckpointBackend``), ``_logs`` (a
+    dict, run id -> ``ToolLogIndex``, emptied whenever the store forgets tool results) and
+    ``secrets()`` (what to mask)."""
+
+    backend: Any
+    _logs: dict[str, ToolLogIndex]
+
+    def record_tool_result(self, run_id: str, tool_call_id: str, name: str, result: str,
+                           success: bool, error_code: str | None = None, *,
+                           arguments: dict | None = None, turn: int | None = None) -> bool:
+        """Durably record a finished tool call before the run goes on.
+
+        The first record for ``(run_id, tool_call_id)`` wins: that is what the model was shown.
+        Returns False when the call was already recorded.
+        """
+        run_id = check_run_id(run_id)
+        record = new_record(run_id, tool_call_id, name, result, success, error_code, arguments,
+                            turn, self.secrets())  # arguments and result redacted alike
+        added = self.backend.record_tool_result(record)
+        if added and run_id in self._logs:
+            self._logs[run_id].add(record)
+        return added
+
+    def _log(self, run_id: str) -> ToolLogIndex:
+        """This run's tool-result index, caught up with what any process appended since."""
+        run_id = check_run_id(run_id)
+        index = self._logs.get(run_id)
+        if index is None:
+            index = self._logs[run_id] = ToolLogIndex(self.backend, run_id)
+        return index.refresh()
+
+    def get_tool_result(self, run_id: str, tool_call_id: str) -> dict | None:
+        """The recorded outcome of this call, or None if it never completed."""
+        return self._log(run_id).by_id.get(str(tool_call_id))
+
+    def find_tool_result(self, run_id: str, tool_call_id: str, name: str, arguments: Any,
+                         claimed: set[str]) -> dict | None:
+        """The record of this call: by id, else a call with the same name and arguments whose id
+        is not in ``claimed`` (a model that re-asks under a new id). O(1) per lookup."""
+        key = arguments_key(str(name), None if arguments is None else
+                            redact(to_plain(arguments, "arguments", False), self.secrets()))
+        return self._log(run_id).find(str(tool_call_id), str(name), key, claimed)
+
+    def completed_tool_calls(self, run_id: str) -> dict[str, dict]:
+        """Every recorded call of a run: ``{tool_call_id: record}`` in completion order."""
+        return dict(self._log(run_id).by_id)

@@ -1,10 +1,13 @@
 """Chapter 03 — the tool executor: run the model's calls with enforced timeouts.
 
-Taught in ``notebooks/03_tool_executor.ipynb``. Four files, read in this order:
+Taught in ``notebooks/03_tool_executor.ipynb``. Six files, read in this order:
 
 - ``executor.py``: ``ToolExecutor``, the batch loop (serial and parallel), timeouts, the
   error contract;
-- ``results.py``: ``ToolResult`` and ``to_text``, a result made text inside its own boundary;
+- ``preflight.py``: what is checked before a call starts, and the time it is given;
+- ``calls.py``: one call's book-keeping, its own time limit, reporting to a timeout manager;
+- ``results.py``: ``ToolResult``, ``to_text`` and the error codes, a result made text inside
+  its own boundary;
 - ``aio.py``: the event loop that runs ``async def`` tools (and cancels them on timeout);
 - ``threads.py``: worker threads for sync tools and the process-wide cap on abandoned ones.
 """

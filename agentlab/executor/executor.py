@@ -16,22 +16,9 @@ What a timeout can stop: a timed-out async call is *cancelled* (``CancelledError
 Abandoned threads are capped per process (``threads.py``): past the cap, calls fail fast.
 
 The error contract: nothing raises out of ``execute``/``execute_parallel``. Each call yields one
-``ToolResult`` in call order, rendered to text inside its own error boundary (``results.py``);
-a failure carries ``error_code`` and a text telling the model what to do differently:
-
-    tool_not_found            the name is not registered (the text lists the available tools)
-    invalid_arguments         arguments are not a JSON object or fail ``ToolRegistry.validate``
-    tool_failed               the function raised (type and message shown); an ``AgentError``
-                              raised by a tool keeps its own code
-    tool_timeout              the call missed its deadline (async: cancelled; sync: abandoned)
-    cancelled                 the run was cancelled while the call ran (cancelled or abandoned)
-    tool_result_unrenderable  the call ran, but its result has no text form
-    deadline_exceeded         the batch ``timeout`` ran out before the call could start
-    not_executed              the run was cancelled before the call could start
-    executor_saturated        too many abandoned calls are still running
-    executor_error            an internal failure; the text says whether the call had started
-
-Each tool receives a deep copy of the arguments: mutating them cannot change the caller's record.
+``ToolResult`` in call order, rendered to text inside its own error boundary (``results.py``,
+which lists the error codes); a failure carries ``error_code`` and a text telling the model
+what to do differently.
 
 Timeouts: a call's own limit is the tool's ``timeout`` option, else
 ``timeout_manager.get_timeout(name)`` when a manager is set, else ``default_timeout``. The
@@ -42,12 +29,8 @@ With a ``timeout_manager``, every call that ran is reported through
 is recorded as that limit in ms with ``timed_out=True`` (a call cut short only by the batch
 bound is not recorded: it says nothing about the tool).
 
-Idempotency: a tool registered with ``side_effects=True`` that has an ``idempotency_key``
-parameter is called with ``idempotency_key=prefix + tool_call_id``. The executor only passes on
-the prefix it is given (``execute*(..., idempotency_prefix=...)``, else its
-``idempotency_prefix`` attribute, "" by default) and never invents one; the durable executor
-of chapter 11 sets ``"<run_id>:"``, so a retried or resumed call gets the same key and the
-tool can refuse to write twice.
+What is checked before a call starts (name, arguments, idempotency key, room, time left) is
+in ``preflight.py``.
 
 Cancellation: ``execute*(..., cancel=event)`` (a ``threading.Event``, the runtime's cancel flag)
 stops the batch within ``CANCEL_POLL_S`` of the event being set, with the timeout machinery:
@@ -57,7 +40,6 @@ started yet ``not_executed``.
 from __future__ import annotations
 
 import concurrent.futures
-import copy
 import logging
 import math
 import threading
@@ -67,9 +49,10 @@ from typing import Any, Iterable
 
 from ..errors import AgentError, ToolError
 from ..knobs import positive_int, positive_number
-from ..tools import IDEMPOTENCY_PARAM, ToolRegistry
+from ..tools import ToolRegistry
 from .aio import LoopRunner
-from .calls import CallState, call_ids, enforced_s, own_limit, report_execution
+from .calls import CallState, call_ids, enforced_s, report_execution
+from .preflight import preflight
 from .results import OnResult, Results, ToolResult, failed_result, render_result, safe_str
 from .threads import (WorkerPool, abandoned_threads as _process_abandoned, call_sync, check_capacity,
                       register_abandoned, release_abandoned)
@@ -240,40 +223,13 @@ class ToolExecutor:
 
     def _prepare(self, state: CallState, batch_deadline: float | None,
                  prefix: str) -> ToolResult | None:
-        """Validate and time one call; a ``ToolResult`` if it must not run."""
-        call = state.call
-        call_id, name = call_ids(call)
-        try:
-            parse_error = getattr(call, "parse_error", None)
-            if name not in self.registry:
-                self.registry.validate(name, {})  # raises tool_not_found with the list
-            if parse_error:
-                raise ToolError("invalid_arguments", f"The arguments for '{name}' are not a "
-                                f"valid JSON object ({parse_error}). Call '{name}' again with "
-                                "the arguments as one JSON object.")
-            # a private deep copy: what the tool mutates is not what the caller recorded
-            kwargs = self.registry.validate(name, copy.deepcopy(getattr(call, "arguments", None)))
-            options = self.registry.get_options(name)
-            if options.get("idempotency_key"):
-                kwargs[IDEMPOTENCY_PARAM] = f"{prefix}{call_id}"
-            self._check_capacity(name)
-        except AgentError as exc:
-            return self._failed(call_id, name, exc.code, exc.message, 0.0)
-        except Exception as exc:  # a bug while checking must still not escape the executor
-            logger.exception("checking call %s of '%s' failed", call_id, name)
-            return self._failed(call_id, name, "invalid_arguments", f"The arguments for "
-                                f"'{name}' could not be checked ({type(exc).__name__}: "
-                                f"{safe_str(exc)}).", 0.0)
-        limit = own_limit(name, options, self.timeout_manager, self.default_timeout)
-        now = time.perf_counter()
-        state.kwargs, state.limit_s, state.deadline = kwargs, limit, now + limit
-        if batch_deadline is not None and batch_deadline < state.deadline:
-            state.deadline, state.own_limit = batch_deadline, False
-            if batch_deadline <= now:
-                return self._failed(call_id, name, "deadline_exceeded", f"'{name}' was not run: "
-                                    "the time budget for this step ran out before it could "
-                                    "start. Retry it in a later step if it is still needed.", 0.0)
-        return None
+        """Check and time one call (``preflight.py``); a ``ToolResult`` if it must not run."""
+        refusal = preflight(state, self.registry, prefix, batch_deadline, self.timeout_manager,
+                            self.default_timeout, self._check_capacity)
+        if refusal is None:
+            return None
+        call_id, name = call_ids(state.call)
+        return self._failed(call_id, name, *refusal, 0.0)
 
     def _check_capacity(self, name: str) -> None:
         if not self.registry.is_async(name):  # a cancelled task frees itself; a thread may not

@@ -5,6 +5,20 @@
 cannot become text (``10**5000``, an object whose ``__str__`` raises, a structure nested 100,000
 deep) fails *that* call with ``tool_result_unrenderable`` -- saying that the tool did run -- and
 never the batch around it.
+
+The error codes of a failed result, and what its text tells the model:
+
+    tool_not_found            the name is not registered (the text lists the available tools)
+    invalid_arguments         arguments are not a JSON object or fail ``ToolRegistry.validate``
+    tool_failed               the function raised (type and message shown); an ``AgentError``
+                              raised by a tool keeps its own code
+    tool_timeout              the call missed its deadline (async: cancelled; sync: abandoned)
+    cancelled                 the run was cancelled while the call ran (cancelled or abandoned)
+    tool_result_unrenderable  the call ran, but its result has no text form
+    deadline_exceeded         the batch ``timeout`` ran out before the call could start
+    not_executed              the run was cancelled before the call could start
+    executor_saturated        too many abandoned calls are still running
+    executor_error            an internal failure; the text says whether the call had started
 """
 from __future__ import annotations
 

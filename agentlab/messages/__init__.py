@@ -1,8 +1,10 @@
 """Chapter 04 — the message manager: a token budget that never breaks the conversation.
 
-Taught in ``notebooks/04_message_manager.ipynb``. Three files:
+Taught in ``notebooks/04_message_manager.ipynb``. Five files:
 
-- ``manager.py``: ``MessageManager`` (cached counts, pair-safe compression, the budget);
+- ``manager.py``: ``MessageManager`` (cached counts, the budget, adding and reading messages);
+- ``compression.py``: its compression steps (whole groups from the front, the note, truncation);
+- ``groups.py``: pair-safe removal, the history walked in groups (a call with its results);
 - ``records.py``: ``CompressionRecord``, the note, truncation and the summary request;
 - ``history.py``: ``synthetic_history``, a deterministic conversation for demos and tests.
 """
