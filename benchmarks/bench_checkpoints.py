@@ -146,8 +146,8 @@ def bench_observer(turns: int = 2000) -> dict[str, float]:
     return out
 
 
-def bench_runtime_turns(folder: Path, turns: int = 20, repeat: int = 5) -> dict[str, float]:
-    """ms per turn of ``AgentRuntime.run`` with and without an observer / checkpoints."""
+def lookup_registry() -> ToolRegistry:
+    """The one tool the runtime benchmarks call: a lookup with a 20-word answer."""
     reg = ToolRegistry()
 
     @reg.tool()
@@ -158,6 +158,12 @@ def bench_runtime_turns(folder: Path, turns: int = 20, repeat: int = 5) -> dict[
             key: what to look up.
         """
         return f"value of {key}: " + " ".join(WORDS[:20])
+    return reg
+
+
+def bench_runtime_turns(folder: Path, turns: int = 20, repeat: int = 5) -> dict[str, float]:
+    """ms per turn of ``AgentRuntime.run`` with and without an observer / checkpoints."""
+    reg = lookup_registry()
 
     script = [sim.call("lookup", {"key": f"k{i}"}) for i in range(turns - 1)] + [sim.text("done")]
     config = RuntimeConfig(max_turns=turns + 1)
@@ -191,16 +197,7 @@ CONTEXT_TOKENS = 1500
 
 def long_run(folder: Path, turns: int, setup: str) -> list[float]:
     """ms of each turn of one ``turns``-turn run (``turn_end`` to ``turn_end``)."""
-    reg = ToolRegistry()
-
-    @reg.tool()
-    def lookup(key: str) -> str:
-        """Look a key up.
-
-        Args:
-            key: what to look up.
-        """
-        return f"value of {key}: " + " ".join(WORDS[:20])
+    reg = lookup_registry()
 
     asked = iter(range(turns))  # the history is compressed: a Script could not count turns
 

@@ -88,6 +88,16 @@ def assert_valid_for_a_follow_up(rt: AgentRuntime) -> list[str]:
     return [m["content"] for m in sent if m["role"] == "user"]
 
 
+def run_cancelled_after(rt: AgentRuntime, delay_s: float):
+    """Run with a cancel ``delay_s`` in; the run must end CANCELLED within 0.5 s of it."""
+    threading.Timer(delay_s, rt.cancel).start()
+    t0 = time.monotonic()
+    r = rt.run("task")
+    assert time.monotonic() - t0 < 0.5 + delay_s
+    assert r.state is RunState.CANCELLED
+    return r
+
+
 def test_cancel_before_run_is_honoured_and_leaves_no_trace():
     rt, s = runtime(["never"])
     rt.cancel()
@@ -131,11 +141,7 @@ def test_cancel_during_a_slow_streamed_call_returns_at_once():
 def test_cancel_during_a_parallel_batch_interrupts_both_tools():
     state: dict = {}
     rt, _ = runtime(tools_then_text(("slow", "a"), ("aslow", "b")), reg=registry(state))
-    threading.Timer(0.3, rt.cancel).start()
-    t0 = time.monotonic()
-    r = rt.run("task")
-    assert time.monotonic() - t0 < 0.5 + 0.3
-    assert r.state is RunState.CANCELLED
+    r = run_cancelled_after(rt, 0.3)
     assert [(c["name"], c["error_code"]) for c in r.tool_calls_made] == [
         ("slow", "cancelled"), ("aslow", "cancelled")]
     tool_msgs = [m for m in rt.messages.get_messages() if m["role"] == "tool"]
@@ -240,11 +246,7 @@ def test_a_checkpointed_run_cancels_its_batch_through_the_durable_executor(tmp_p
     cm = CheckpointManager(tmp_path / "ck")
     rt, _ = runtime(tools_then_text(("fast", "x"), ("aslow", "b")), reg=registry(state),
                     checkpoints=cm)
-    threading.Timer(0.3, rt.cancel).start()
-    t0 = time.monotonic()
-    r = rt.run("task")
-    assert time.monotonic() - t0 < 0.5 + 0.3
-    assert r.state is RunState.CANCELLED
+    r = run_cancelled_after(rt, 0.3)
     assert [(c["name"], c["error_code"]) for c in r.tool_calls_made] == [
         ("fast", None), ("aslow", "cancelled")]
     time.sleep(0.1)
