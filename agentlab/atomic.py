@@ -11,7 +11,7 @@ Portable names (``portable_name_problem``), refused with the caller's ``invalid_
 
 - empty, or more than ``MAX_NAME_BYTES`` (200) bytes in UTF-8 (file systems allow 255 bytes
   per name; the store adds ``.json`` and the temp-file decoration);
-- not encodable as UTF-8 (a lone surrogate such as ``"\ud800"``);
+- not encodable as UTF-8 (a lone surrogate such as ``"\\ud800"``);
 - a control character, or one of ``/ \\ : * ? " < > |`` (separators, and what Windows refuses);
 - a leading ``.`` (``..`` leaves the directory; dot-files are the stores' own), a trailing
   space or dot (Windows drops them, so two names would collide);
