@@ -64,14 +64,19 @@ def percentile(values: Iterable[float], q: float) -> float | None:
     """The q-th percentile (0..100) by linear interpolation; equals ``numpy.percentile``.
 
     The one percentile of the package (chapter 12's reports use it too). No values means no
-    percentile: the result is ``None``, never a made-up number.
+    percentile: the result is ``None``, never a made-up number. A NaN among the values makes
+    the result NaN, like numpy: sorting with a NaN depends on the input order, so any number
+    would be an accident of that order.
 
     Raises:
         ConfigError: ``q`` outside [0, 100].
     """
     if not 0.0 <= q <= 100.0:
         raise ConfigError("invalid_argument", f"q must be in [0, 100], got {q}")
-    data = sorted(values)
+    data = list(values)
+    if any(v != v for v in data):  # NaN is the only value unequal to itself
+        return math.nan
+    data.sort()
     if not data:
         return None
     return _percentile_sorted(data, q)

@@ -1,6 +1,7 @@
 """Chapter 09: adaptive timeouts — percentiles, units, alerts, censoring, enforcement."""
 from __future__ import annotations
 
+import math
 import random
 import threading
 import time
@@ -26,6 +27,13 @@ def test_percentile_matches_numpy_for_many_sizes_and_q():
         data = [rng.lognormvariate(3, 1) for _ in range(n)]
         for q in (0, 1, 25, 50, 90, 95, 99, 99.9, 100):
             assert percentile(data, q) == pytest.approx(np.percentile(data, q), rel=1e-12)
+
+
+def test_percentile_with_nan_is_nan_in_any_order_like_numpy():
+    for data in ([math.nan, 1.0, 2.0, 4.0], [3.0, 1.0, math.nan, 2.0], [1.0, 2.0, math.nan]):
+        for q in (0, 50, 99):
+            assert math.isnan(percentile(data, q)) and math.isnan(np.percentile(data, q))
+            assert math.isnan(percentile(list(reversed(data)), q))
 
 
 def test_percentile_of_nothing_is_none_and_bad_q_is_refused():
