@@ -3,7 +3,7 @@
 Taught in ``notebooks/14_experiments.ipynb``. One question ("is the adaptive timeout really
 better than a fixed 30 s?") becomes a grid of settings x seeds x tasks; every cell is one run
 on the simulator (or a real endpoint), executed by a process pool, journaled as it finishes
-and summarised with bootstrap intervals:
+and summarised with intervals that cover what they claim:
 
 - ``spec.py``: ``Experiment`` (grid, seeds, tasks; from a TOML file too) and ``Task``;
 - ``scenarios.py``: what a cell runs (``tools``, ``research``, ``dag``), built from settings;
@@ -11,7 +11,8 @@ and summarised with bootstrap intervals:
 - ``cells.py``: ``Cell`` (picklable) and ``run_cell`` (what a worker runs);
 - ``runner.py``: the pool, resume, the cost cap, progress, the fleet hook;
 - ``store.py``: the journal and the manifest; ``results.py``: ``Results`` (DataFrames, files);
-- ``stats.py``: bootstrap intervals, ``FewSamplesWarning``, paired differences;
+- ``stats.py``: exact percentile intervals, t and Clopper-Pearson intervals, the one
+  enough-samples rule (``min_samples``), paired differences, Holm;
 - ``ratelimit.py``: ``TokenBucket``, ``RateLimiter``, ``LimitedLLM``; ``cost.py``/``pricing.py``:
   the cost estimate and prices;
 - ``report.py``: the markdown report of ``agentlab report DIR``.

@@ -30,15 +30,16 @@ from typing import Any, Sequence
 
 from ..errors import ConfigError
 from .cells import Cell
-from .stats import (DEFAULT_RESAMPLES, PairedDifference, mean_interval, paired_difference,
-                    percentile_table)
+from .stats import PairedDifference, mean_interval, paired_difference, percentile_table
 from .store import MANIFEST, SweepStore, replace_file
 
-__all__ = ["Results", "MEASURED", "build_tables"]
+__all__ = ["Results", "MEASURED", "build_tables", "comparison_metrics"]
 
 #: Columns that measure elapsed time: they differ between two runs of the same sweep.
 MEASURED = {"runs": ("wall_s", "wasted_s", "makespan_ms", "makespan_ratio"),
             "tool_calls": ("duration_ms", "wasted_ms")}
+#: Run metrics the report compares between configurations when the spec names none.
+COMPARISON_METRICS = ("success", "total_tokens", "wasted_s", "false_kills", "sim_makespan_ms")
 _KEYS = ("cell_id", "index", "config")
 _TAIL = ("task", "scenario", "seed", "status")
 
@@ -104,9 +105,8 @@ class Results:
     # -- statistics ---------------------------------------------------------------------------
     def percentiles(self, metric: str = "duration_ms", by: Sequence[str] = ("config", "tool"),
                     q: Sequence[float] = (50, 95, 99), *, confidence: float = 0.95,
-                    n_resamples: int = DEFAULT_RESAMPLES, seed: int = 0,
-                    where: Any = None) -> Any:
-        """Percentiles of ``metric`` per group with bootstrap intervals and sample flags.
+                    seed: int = 0, where: Any = None) -> Any:
+        """Percentiles of ``metric`` per group with exact intervals and sample flags.
 
         ``metric`` is a column of ``tool_calls`` (default) or of ``runs`` (e.g. ``"wall_s"``
         with ``by=("config",)``); ``where`` is an optional boolean mask of that table.
@@ -115,13 +115,13 @@ class Results:
         table = self.tool_calls if metric in self.tool_calls.columns else self.ok()
         if where is not None:
             table = table[where]
-        return percentile_table(table, metric, list(by), q, confidence=confidence,
-                                n_resamples=n_resamples, seed=seed)
+        return percentile_table(table, metric, list(by), q, confidence=confidence, seed=seed)
 
     def summary(self, metrics: Sequence[str] = ("success", "total_tokens", "cost_usd"), *,
                 by: Sequence[str] = ("config",), confidence: float = 0.95,
-                n_resamples: int = DEFAULT_RESAMPLES, seed: int = 0) -> Any:
-        """Mean of each run metric per group, with a bootstrap interval (``<m>_low/_high``)."""
+                seed: int = 0) -> Any:
+        """Mean of each run metric per group with its interval (``<m>_low/_high``): a
+        t-interval, or Clopper-Pearson for a 0/1 column such as ``success``."""
         import pandas as pd  # lazy: heavy
 
         runs = self.ok()
@@ -131,14 +131,13 @@ class Results:
             row = dict(zip(by, key if isinstance(key, tuple) else (key,)), runs=len(group))
             for m in metrics:
                 row[m], row[f"{m}_low"], row[f"{m}_high"] = mean_interval(
-                    group[m].astype(float), confidence=confidence, n_resamples=n_resamples,
-                    seed=seed)
+                    group[m].astype(float), confidence=confidence, seed=seed)
             rows.append(row)
         return pd.DataFrame(rows)
 
     def compare(self, metric: str, a: str, b: str, *, on: Sequence[str] = ("task", "seed"),
                 stat: str = "mean", confidence: float = 0.95,
-                n_resamples: int = DEFAULT_RESAMPLES, seed: int = 0) -> PairedDifference:
+                seed: int = 0) -> PairedDifference:
         """Paired difference ``b - a`` of a run metric, matching runs on ``on`` (same seeds).
 
         ``a`` and ``b`` are configuration labels (``results.configs``).
@@ -157,8 +156,8 @@ class Results:
             return paired_difference([], [], stat=stat, metric=metric, labels=(a, b))
         pairs = wide[[a, b]].astype(float).dropna()
         return paired_difference(pairs[a].tolist(), pairs[b].tolist(), stat=stat,
-                                 confidence=confidence, n_resamples=n_resamples, seed=seed,
-                                 metric=metric, labels=(a, b))
+                                 confidence=confidence, seed=seed, metric=metric,
+                                 labels=(a, b))
 
     # -- files --------------------------------------------------------------------------------
     def save(self, directory: str | Path) -> Path:
@@ -190,6 +189,13 @@ class Results:
         records = store.records()  # interrupted: each journal record carries its cell
         cells = sorted((Cell(**r["cell"]) for r in records.values()), key=lambda c: c.index)
         return cls(*build_tables(cells, records), manifest)
+
+
+def comparison_metrics(results: Results) -> list[str]:
+    """The run metrics a report compares by default: those of ``COMPARISON_METRICS`` the sweep
+    has (the one list to change when the comparable metrics change)."""
+    runs = results.ok()
+    return [m for m in COMPARISON_METRICS if m in runs.columns and runs[m].notna().any()]
 
 
 def _plain(value: Any) -> Any:
