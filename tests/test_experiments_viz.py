@@ -29,7 +29,8 @@ def test_percentile_bars_have_units_and_hatch_the_few_samples(results):
         table = results.percentiles()
     fig = viz.plot_percentile_bars(table)
     title, labels = _labels(fig)
-    assert "95% bootstrap intervals" in title and "too few samples" in title
+    assert "exact 95% intervals" in title and "too few samples" in title
+    assert "no upper bound" in title
     assert all("(ms" in y for _, y in labels)
     hatched = [p for ax in fig.axes for p in ax.patches if p.get_hatch()]
     assert len(hatched) == table["few_samples"].sum()

@@ -136,11 +136,12 @@ class Results:
         return pd.DataFrame(rows)
 
     def compare(self, metric: str, a: str, b: str, *, on: Sequence[str] = ("task", "seed"),
-                stat: str = "mean", confidence: float = 0.95,
-                seed: int = 0) -> PairedDifference:
+                stat: str = "mean", confidence: float = 0.95, seed: int = 0,
+                warn: bool = True) -> PairedDifference:
         """Paired difference ``b - a`` of a run metric, matching runs on ``on`` (same seeds).
 
-        ``a`` and ``b`` are configuration labels (``results.configs``).
+        ``a`` and ``b`` are configuration labels (``results.configs``); fewer than
+        ``stats.FEW_PAIRS`` pairs warn ``FewSamplesWarning`` unless ``warn=False``.
         """
         runs = self.ok()
         for label in (a, b):
@@ -157,7 +158,7 @@ class Results:
         pairs = wide[[a, b]].astype(float).dropna()
         return paired_difference(pairs[a].tolist(), pairs[b].tolist(), stat=stat,
                                  confidence=confidence, seed=seed, metric=metric,
-                                 labels=(a, b))
+                                 labels=(a, b), warn=warn)
 
     # -- files --------------------------------------------------------------------------------
     def save(self, directory: str | Path) -> Path:
