@@ -63,6 +63,7 @@ def _check(q: float, confidence: float) -> None:
         raise ConfigError("invalid_argument", f"confidence must be in (0, 1), got {confidence}")
 
 
+@functools.lru_cache(maxsize=4096)
 def quantile_ranks(n: int, q: float, confidence: float = 0.95) -> tuple[int, int]:
     """0-based indices ``(l, u)`` into n sorted samples of the exact interval of the q-th
     percentile; ``l == -1`` means unbounded below, ``u == n`` unbounded above.
