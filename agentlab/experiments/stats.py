@@ -4,19 +4,13 @@ Taught in ``notebooks/14_experiments.ipynb``; ``benchmarks/bench_coverage.py`` m
 each interval contains the truth. Point estimates of percentiles use the package's one
 percentile, ``agentlab.timeouts.percentile`` (linear interpolation, equal to ``numpy.percentile``).
 
-**Percentiles: exact order-statistic intervals.** Among n samples, the number below the true
-q-th percentile is Binomial(n, q/100), whatever the distribution. So two order statistics
-``X(l), X(u)`` whose ranks cut ``alpha/2`` off each tail of that binomial bound the percentile
-with at least the stated confidence (``scipy.stats.quantile_test(...).confidence_interval()``
-gives the same ends). When n is too small there is no such rank: the end is ``-inf`` / ``+inf``,
-honestly unbounded, instead of the sample maximum a bootstrap would return (a bootstrap only
-reshuffles values it has seen, so its "95 %" interval of a p99 from 20 samples covers the truth
-about 17 % of the time: at most ``1 - 0.99**n``).
-
-**Enough samples.** ``min_samples(q)`` is the smallest n whose exact interval is bounded at both
-ends: 6 for a p50, 72 for a p95, 368 for a p99 at 95 % confidence. Chapters 09, 12 and 14 use
-this one rule. Below it, tables set ``few_samples`` and ``FewSamplesWarning`` is raised; the
-percentile and its bounded end are still reported.
+**Percentiles: exact order-statistic intervals** (``agentlab.quantiles``, re-exported here):
+distribution-free, ``scipy.stats.quantile_test``'s interval; an end the data cannot bound is
+``-inf`` / ``+inf`` instead of the sample maximum a bootstrap would return (a bootstrap's "95 %"
+interval of a p99 from 20 samples covers the truth about 17 % of the time: at most
+``1 - 0.99**n``). ``min_samples(q)``, the smallest n whose exact interval is bounded (6 for a
+p50, 72 for a p95, 368 for a p99), is the one "enough samples" rule of chapters 09, 12 and 14;
+below it tables set ``few_samples`` and ``FewSamplesWarning`` is raised.
 
 **Means and differences: t-intervals.** ``mean_interval`` and ``paired_difference`` use Student's
 t (no resampling, so no seed dependence); in an A/A test its false-positive rate is the nominal
@@ -33,13 +27,13 @@ falls among them.
 """
 from __future__ import annotations
 
-import functools
 import math
 import warnings
 from dataclasses import asdict, dataclass
 from typing import Any, Callable, Iterable, Sequence
 
 from ..errors import ConfigError
+from ..quantiles import min_samples, percentile_interval, quantile_ranks
 from ..timeouts import percentile
 
 __all__ = ["FewSamplesWarning", "FEW_PAIRS", "min_samples", "quantile_ranks",
@@ -54,51 +48,6 @@ FEW_PAIRS = 30
 class FewSamplesWarning(UserWarning):
     """Too few samples for the interval to mean what it says: a percentile below
     ``min_samples(q)`` (its exact interval is unbounded), or fewer than ``FEW_PAIRS`` pairs."""
-
-
-def _check(q: float, confidence: float) -> None:
-    if not 0.0 < q < 100.0:
-        raise ConfigError("invalid_argument", f"q must be strictly between 0 and 100, got {q}")
-    if not 0.0 < confidence < 1.0:
-        raise ConfigError("invalid_argument", f"confidence must be in (0, 1), got {confidence}")
-
-
-@functools.lru_cache(maxsize=4096)
-def quantile_ranks(n: int, q: float, confidence: float = 0.95) -> tuple[int, int]:
-    """0-based indices ``(l, u)`` into n sorted samples of the exact interval of the q-th
-    percentile; ``l == -1`` means unbounded below, ``u == n`` unbounded above.
-
-    The ranks of ``scipy.stats.quantile_test(x, p=q/100).confidence_interval(confidence)``.
-    """
-    from scipy.stats import binom  # lazy: heavy
-
-    _check(q, confidence)
-    if n <= 0:
-        return -1, 0
-    tail = (1.0 - confidence) / 2.0
-    low = int(binom.ppf(tail, n, q / 100.0)) - 1
-    high = int(binom.isf(tail, n, q / 100.0))
-    return max(low, -1), min(high, n)
-
-
-@functools.lru_cache(maxsize=256)
-def min_samples(q: float, confidence: float = 0.95) -> int:
-    """The fewest samples whose exact interval for the q-th percentile is bounded at both ends.
-
-    Symmetric: a p1 needs as many as a p99. About ``ln(alpha/2) / ln(p)`` (p = max(q, 100-q)/100).
-    """
-    _check(q, confidence)
-    p = max(q, 100.0 - q) / 100.0
-    n = max(1, math.ceil(math.log((1.0 - confidence) / 2.0) / math.log(p) - 1e-9))
-
-    def bounded(k: int) -> bool:
-        lo, hi = quantile_ranks(k, q, confidence)
-        return lo >= 0 and hi < k
-    while not bounded(n):
-        n += 1
-    while n > 1 and bounded(n - 1):
-        n -= 1
-    return n
 
 
 def _finite(values: Iterable[float]) -> list[float]:
@@ -128,33 +77,6 @@ def bootstrap_interval(values: Sequence[float], statistic: Callable[..., Any], *
                           vectorized=True, confidence_level=confidence, method="percentile",
                           rng=np.random.default_rng(seed))
     return float(res.confidence_interval.low), float(res.confidence_interval.high)
-
-
-def percentile_interval(values: Sequence[float], q: float, *, confidence: float = 0.95,
-                        seed: int = 0, censored: Sequence[bool] | None = None
-                        ) -> tuple[float | None, float, float]:
-    """``(estimate, low, high)`` for the q-th percentile with the exact interval (module doc).
-
-    ``low`` is ``-inf`` / ``high`` is ``+inf`` when the samples cannot bound that end; an
-    estimate of None (and NaN ends) when there is no data. ``censored`` flags values that are
-    lower bounds (calls killed at their timeout): an upper end resting on one is ``+inf``.
-    ``seed`` is accepted for the API's sake; the interval is exact, nothing is drawn.
-    """
-    flags = [bool(c) for c in censored] if censored is not None else [False] * len(values)
-    if len(flags) != len(values):
-        raise ConfigError("invalid_argument", f"censored has {len(flags)} flags for "
-                          f"{len(values)} values")
-    pairs = sorted((float(v), c) for v, c in zip(values, flags)
-                   if v is not None and math.isfinite(float(v)))
-    data = [v for v, _ in pairs]
-    if not data:
-        _check(q, confidence)
-        return None, math.nan, math.nan
-    lo, hi = quantile_ranks(len(data), q, confidence)
-    uncensored = [v for v, c in pairs if not c]
-    low = data[lo] if lo >= 0 else -math.inf
-    high = uncensored[hi] if hi < len(uncensored) else math.inf
-    return percentile(data, q), low, high
 
 
 def proportion_interval(successes: int, n: int, *, confidence: float = 0.95
