@@ -340,13 +340,16 @@ def test_12_trace_starts_at_the_run_and_its_title_gives_the_run_duration():
     assert f"run {run.duration_ms:.0f} ms" in title and run.duration_ms < 200
 
 
-def test_12_tool_latency_leaves_out_percentiles_of_too_few_calls():
+def test_12_tool_latency_draws_unbounded_ends_as_arrows_not_the_slowest_call():
     fig = viz.plot_tool_latency(_observer())
-    labels = [t.get_text() for t in fig.axes[0].get_yticklabels()]
-    assert any("2 calls" in lab and "no p95/p99" in lab for lab in labels)
-    ticks = [ln for ln in fig.axes[0].lines
-             if len(ln.get_xdata()) == 2 and ln.get_label().startswith("_")]
-    assert len(ticks) == 2                          # p50 only, one per tool
+    ax = fig.axes[0]
+    labels = [t.get_text() for t in ax.get_yticklabels()]
+    assert any("2 calls" in lab and "p50/p95/p99 unbounded" in lab for lab in labels)
+    ticks = [ln for ln in ax.lines if len(ln.get_xdata()) == 2 and ln.get_label().startswith("_")]
+    assert len(ticks) == 6                          # p50, p95, p99 ticks, one set per tool
+    arrows = [a for a in ax.texts if getattr(a, "arrow_patch", None) is not None]
+    assert len(arrows) == 6 and all(a.xy[0] == ax.get_xlim()[1] for a in arrows)  # to the edge
+    assert viz.MIN_CALLS == {50: 6, 95: 72, 99: 368}
 
 
 def test_call_state_vocabulary():
