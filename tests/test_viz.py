@@ -280,6 +280,18 @@ def test_09_panels_share_the_duration_axis_and_count_in_whole_calls():
         assert all(float(t).is_integer() for t in ax.get_yticks())
 
 
+def test_09_percentile_legend_gives_the_exact_interval_and_an_open_p99():
+    import numpy as np
+    from scipy import stats
+    fig = SAMPLES["plot_latency_percentiles"]()
+    labels = [t.get_text() for t in fig.axes[1].get_legend().get_texts()]
+    slow = np.array(LogNormal(800, 0.5, seed=2).samples(200))
+    ci = stats.quantile_test(slow, p=0.95).confidence_interval()
+    assert f"p95 {np.percentile(slow, 95):.0f} ms [{ci.low:.0f}, {ci.high:.0f}]" in labels
+    assert any(lab.startswith("p99 ") and lab.endswith(", +inf]") for lab in labels)  # 200 < 368
+    assert any(p.get_hatch() == "//" for p in fig.axes[1].patches)
+
+
 def test_09_right_axis_starts_at_zero():
     fig = SAMPLES["plot_timeout_tradeoff"]()
     assert [ax.get_ylim()[0] for ax in fig.axes] == [0.0, 0.0]
