@@ -69,3 +69,14 @@ def test_importing_experiments_and_the_cli_loads_no_data_stack():
             "'scipy', 'pyarrow', 'matplotlib', 'tqdm') if m in sys.modules])")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_coverage_plot_draws_the_bootstrap_cap():
+    fig = viz.plot_coverage([{"n": 20, "exact": 0.98, "bootstrap": 0.18},
+                             {"n": 50, "exact": 0.97, "bootstrap": 0.37}])
+    (ax,) = fig.axes
+    cap = next(ln for ln in ax.lines if ln.get_label().startswith("bootstrap cap"))
+    n, y = cap.get_xdata(), cap.get_ydata()
+    assert abs(y[0] - (1 - 0.99 ** 20)) < 1e-9 and abs(y[-1] - (1 - 0.99 ** 50)) < 1e-9
+    assert n[0] == 20 and "p99" in ax.get_ylabel()
+

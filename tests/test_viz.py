@@ -96,6 +96,8 @@ def _sweep_summary():
 
 SAMPLES = {
     "plot_percentile_bars": lambda: viz.plot_percentile_bars(_sweep().percentiles()),
+    "plot_coverage": lambda: viz.plot_coverage([{"n": 20, "exact": 0.98, "bootstrap": 0.18},
+                                                {"n": 200, "exact": 0.97, "bootstrap": 0.87}]),
     "plot_latency_ecdf": lambda: viz.plot_latency_ecdf(_sweep(), "step"),
     "plot_paired_comparison": lambda: viz.plot_paired_comparison(
         _sweep(), "sim_makespan_ms", "strategy=levels", "strategy=ready"),

@@ -11,7 +11,7 @@ import math
 from typing import Any, Sequence
 
 __all__ = ["plot_percentile_bars", "plot_latency_ecdf", "plot_paired_comparison",
-           "plot_sweep_summary"]
+           "plot_sweep_summary", "plot_coverage"]
 
 _COLORS = ("#1565c0", "#ef6c00", "#2e7d32", "#6a1b9a", "#c62828", "#00838f", "#5d4037")
 _UNITS = {"duration_ms": "ms", "true_ms": "ms", "wasted_ms": "ms", "wasted_s": "s",
@@ -206,6 +206,43 @@ def plot_sweep_summary(summary: Any, x: str, metrics: Sequence[str], *,
         ax.set_ylabel(f"mean {m} ({_unit(m)})", fontsize=8)
         ax.legend(fontsize=7)
     fig.suptitle(title or f"{', '.join(metrics)} against {x}", fontsize=10)
+    fig.tight_layout()
+    plt.close(fig)
+    return fig
+
+
+def plot_coverage(rows: Sequence[dict], *, q: float = 99, confidence: float = 0.95,
+                  title: str | None = None, figsize: tuple[float, float] = (7.0, 3.4)):
+    """Coverage of the q-th percentile's interval against the sample size: the exact interval,
+    the percentile bootstrap, and the bootstrap's cap ``1 - (q/100)**n`` (it never returns more
+    than the sample maximum, which is below the true percentile with that chance).
+
+    Args:
+        rows: ``{"n", "exact", "bootstrap"}`` per sample size (shares in 0..1), e.g. from
+            ``agentlab.experiments.coverage.quantile_coverage``.
+    """
+    import matplotlib.pyplot as plt  # lazy: heavy
+    import numpy as np  # lazy: heavy
+
+    ns = [r["n"] for r in rows]
+    fig, ax = plt.subplots(figsize=figsize)
+    grid = np.geomspace(min(ns), max(ns), 200)
+    ax.plot(grid, 1 - (q / 100) ** grid, color="#9e9e9e", ls="--",
+            label=f"bootstrap cap 1 - {q / 100:g}^n")
+    ax.axhline(confidence, color="black", lw=0.8, ls=":", label=f"nominal {confidence:.0%}")
+    ax.plot(ns, [r["exact"] for r in rows], "o-", color=_COLORS[0], label="exact interval (kit)")
+    ax.plot(ns, [r["bootstrap"] for r in rows], "s-", color=_COLORS[1],
+            label="percentile bootstrap")
+    ax.set_xscale("log")
+    ax.minorticks_off()
+    ax.set_xticks(ns, [str(n) for n in ns])
+    ax.set_ylim(0, 1.02)
+    ax.set_xlabel("samples (n, log scale)")
+    ax.set_ylabel(f"share of intervals holding the true p{q:g}", fontsize=8)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7, loc="lower right")
+    ax.set_title(title or f"how often a {confidence:.0%} interval of a p{q:g} contains the truth",
+                 fontsize=10, loc="left")
     fig.tight_layout()
     plt.close(fig)
     return fig
