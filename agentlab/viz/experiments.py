@@ -237,7 +237,7 @@ def plot_coverage(rows: Sequence[dict], *, q: float = 99, confidence: float = 0.
     ax.minorticks_off()
     ax.set_xticks(ns, [str(n) for n in ns])
     ax.set_ylim(0, 1.02)
-    ax.set_xlabel("samples (n, log scale)")
+    ax.set_xlabel("sample size n (calls, log scale)")
     ax.set_ylabel(f"share of intervals holding the true p{q:g}", fontsize=8)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7, loc="lower right")
