@@ -13,6 +13,7 @@ and summarised with intervals that cover what they claim:
 - ``store.py``: the journal and the manifest; ``results.py``: ``Results`` (DataFrames, files);
 - ``stats.py``: exact percentile intervals, t and Clopper-Pearson intervals, the one
   enough-samples rule (``min_samples``), paired differences, Holm;
+- ``coverage.py``: how often those intervals hold the truth (``bench_coverage``);
 - ``ratelimit.py``: ``TokenBucket``, ``RateLimiter``, ``LimitedLLM``; ``cost.py``/``pricing.py``:
   the cost estimate and prices;
 - ``report.py``: the markdown report of ``agentlab report DIR``.

@@ -77,7 +77,9 @@ def _summary_section(results: Results) -> tuple[list[str], list[str]]:
     status = results.runs.groupby(["config", "status"], sort=False).size()
     lines = ["## Runs per configuration", "",
              "Mean per run with its 95 % interval, over the runs that ran (Student's t; "
-             "Clopper-Pearson for a 0/1 column such as `success`).", "",
+             "Clopper-Pearson for a 0/1 column such as `success`). With fewer than 30 runs a "
+             "heavy-tailed metric's t-interval covers less than it says (88 % at 20 runs for "
+             "lognormal latencies, `benchmarks/bench_coverage.py`).", "",
              markdown_table(rows, ["config", "runs", *metrics]), "", "Status of the cells: "
              + "; ".join(f"{c} {s}: {n}" for (c, s), n in status.items()), ""]
     errs = [c for c in results.runs.columns if c.startswith("err_")]
