@@ -30,7 +30,11 @@ def test_default_comparisons_are_counted_labelled_exploratory_and_holm_adjusted(
     assert "**Exploratory** comparisons" in text and "6 comparison(s)" in text
     assert "| p (Holm) | yes after Holm |" in text
     row = next(r for r in text.splitlines() if r.startswith("| total_tokens | x=c - x=a"))
-    assert row.rstrip().endswith("| yes |")  # +50 tokens on every seed survives Holm
+    assert "| yes | [50, 50] |" in row  # +50 tokens on every seed survives Holm
+    kills = next(r for r in text.splitlines() if r.startswith("| false_kills | x=b - x=a"))
+    cells = [c.strip() for c in kills.split("|")]
+    joint = [float(v) for v in cells[-2].strip("[]").split(",")]
+    assert joint[0] < float(cells[7]) and joint[1] > float(cells[8])  # wider: 1 - 0.05/6
     assert "+inf" in text  # 50 calls cannot bound a p99 (368 needed)
     assert "9 of 9" not in text and "1 [1, 1]" not in text
     share = stats.binomtest(10, 10).proportion_ci(method="exact").low

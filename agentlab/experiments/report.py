@@ -10,8 +10,8 @@ and too-few-samples flags, the paired comparisons, and one plot per table.
 report compares each configuration with the first on ``comparison_metrics(results)`` and labels
 those *exploratory*: the more comparisons, the more chance one "excludes 0" by luck (20 % to
 70 % of null sweeps had at least one with 2 to 6 configurations). Every comparison table says
-how many comparisons it holds and gives Holm-adjusted p-values: "yes after Holm" keeps the
-chance of any false "yes" in the table below 5 %. Taught in ``notebooks/14_experiments.ipynb``.
+how many comparisons it holds and gives Holm-adjusted p-values ("yes after Holm" keeps the
+chance of any false "yes" in the table below 5 %) and Bonferroni intervals that hold jointly. Taught in ``notebooks/14_experiments.ipynb``.
 """
 from __future__ import annotations
 
@@ -137,12 +137,16 @@ def _compare_section(results: Results, plots: Path) -> list[str]:
         diffs = [results.compare(c["metric"], c["a"], c["b"], stat=c.get("stat", "mean"))
                  for c in specs]
     adjusted = holm([d.p_value for d in diffs])
+    joint = [results.compare(c["metric"], c["a"], c["b"], stat=c.get("stat", "mean"),
+                             confidence=1 - 0.05 / len(specs), warn=False) for c in specs]
     rows, lines = [], []
-    for i, (c, d, p_adj) in enumerate(zip(specs, diffs, adjusted)):
+    for i, (c, d, p_adj, j) in enumerate(zip(specs, diffs, adjusted, joint)):
         rows.append({"metric": d.metric, "b - a": f"{d.b} - {d.a}", "pairs": d.n,
                      "a": d.a_value, "b": d.b_value, "difference": d.estimate,
                      "low": _end(d.low), "high": _end(d.high), "excludes 0": d.excludes_zero,
-                     "p": d.p_value, "p (Holm)": p_adj, "yes after Holm": p_adj < 0.05})
+                     "p": d.p_value, "p (Holm)": p_adj, "yes after Holm": p_adj < 0.05,
+                     "joint interval": "" if math.isnan(j.low) else f"[{_end(j.low)}, "
+                                                                      f"{_end(j.high)}]"})
         if d.n:
             plot_paired_comparison(results, c["metric"], c["a"], c["b"]).savefig(
                 plots / f"compare_{i}.png", dpi=110)
@@ -157,12 +161,14 @@ def _compare_section(results: Results, plots: Path) -> list[str]:
             "difference is b - a with its 95 % t-interval (exact interval and sign test for a "
             "median). `excludes 0` reads one comparison alone; `p (Holm)` is adjusted for all "
             f"{len(rows)} in this table, and `yes after Holm` (adjusted p < 0.05) keeps the "
-            "chance of any false yes in the table below 5 %.", ""]
+            "chance of any false yes in the table below 5 %. `joint interval`: at confidence "
+            f"1 - 0.05/{len(rows)} (Bonferroni), so all {len(rows)} hold together with at least "
+            "95 %.", ""]
     if caught:
         head += [f"> Warning: {caught[0].message}", ""]
     return head + [markdown_table(rows, ["metric", "b - a", "pairs", "a", "b", "difference",
                                          "low", "high", "excludes 0", "p", "p (Holm)",
-                                         "yes after Holm"]), "", *lines]
+                                         "yes after Holm", "joint interval"]), "", *lines]
 
 
 def write_report(directory: str | Path, out: str | Path | None = None) -> Path:
