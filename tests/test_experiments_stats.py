@@ -132,6 +132,16 @@ def test_paired_median_uses_the_exact_interval_and_the_sign_test():
     assert d.p_value == pytest.approx(stats.binomtest(pos, 40).pvalue)
 
 
+def test_paired_successes_never_get_a_zero_width_interval():
+    d = paired_difference([1.0] * 9, [1.0] * 9, warn=False)  # both succeed on all 9 pairs
+    half = 1 - 0.0125 ** (1 / 9)  # Clopper-Pearson upper end of 0 of 9 at 97.5 %
+    assert (d.estimate, d.low, d.high) == pytest.approx((0.0, -half, half))
+    d = paired_difference([0.0] * 3, [1.0] * 3, warn=False)  # b wins 3 of 3
+    assert d.estimate == 1.0 and not d.excludes_zero and d.p_value == pytest.approx(0.25)
+    d = paired_difference([0.0] * 40, [1.0] * 30 + [0.0] * 10, warn=False)
+    assert d.excludes_zero and d.p_value == pytest.approx(stats.binomtest(30, 30).pvalue)
+
+
 def test_few_pairs_warn_and_incomplete_pairs_are_dropped():
     with pytest.warns(FewSamplesWarning, match=r"2 pairs \(< 30\)"):
         d = paired_difference([1.0, 2.0, math.nan], [2.0, 4.0, 5.0])

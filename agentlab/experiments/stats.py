@@ -17,7 +17,8 @@ t (no resampling, so no seed dependence); in an A/A test its false-positive rate
 5 % even at 8 pairs, where the percentile bootstrap gave 14 %. No interval for a mean is exact
 without assumptions: for heavy tails (lognormal, sigma 0.9) coverage is below 95 % at small n
 (the bench prints it), so fewer than ``FEW_PAIRS`` pairs warn. A 0/1 column is a proportion and
-gets the Clopper-Pearson interval (9 of 9 gives [0.66, 1], not [1, 1]).
+gets the Clopper-Pearson interval (9 of 9 gives [0.66, 1], not [1, 1]); a paired difference of
+two 0/1 columns gets the difference of two such shares and an exact McNemar test.
 
 **Censoring.** A call killed at its timeout took at least the timeout. An upper end that would
 rest on such a lower bound is ``+inf``; the ``censored`` flag marks a percentile estimate that
@@ -191,10 +192,24 @@ class PairedDifference:
                 f"{self.n} pairs)")
 
 
+def _paired_shares(diffs: list[float], confidence: float) -> tuple[float, float, float]:
+    """``(mean, low, high)`` of the difference of two paired 0/1 columns: each pair moves up
+    (+1), down (-1) or not at all, and the difference is P(up) - P(down). Clopper-Pearson
+    intervals of both shares at ``1 - alpha/2`` hold together with at least ``confidence``, so
+    their difference does too (conservative; never the zero-width interval a t gives when
+    every pair agrees)."""
+    n = len(diffs)
+    up, down = sum(d > 0 for d in diffs), sum(d < 0 for d in diffs)
+    level = 1.0 - (1.0 - confidence) / 2.0
+    _, up_lo, up_hi = proportion_interval(up, n, confidence=level)
+    _, down_lo, down_hi = proportion_interval(down, n, confidence=level)
+    return (up - down) / n, up_lo - down_hi, up_hi - down_lo
+
+
 def _paired_p_value(diffs: list[float], stat: str) -> float:
     from scipy import stats  # lazy: heavy
 
-    if stat == "median":  # sign test: ties carry no direction
+    if stat in ("median", "share"):  # sign test (exact McNemar for 0/1): ties carry no direction
         pos, neg = sum(d > 0 for d in diffs), sum(d < 0 for d in diffs)
         return float(stats.binomtest(pos, pos + neg).pvalue) if pos + neg else 1.0
     n, mean = len(diffs), sum(diffs) / len(diffs)
@@ -212,8 +227,9 @@ def paired_difference(a: Sequence[float], b: Sequence[float], *, stat: str = "me
                       ) -> PairedDifference:
     """The ``stat`` ("mean" or "median") of ``b[i] - a[i]`` with its interval and p-value.
 
-    Mean: paired t-interval and t-test. Median: the exact order-statistic interval and a sign
-    test. Pairs with a missing (NaN) side are dropped; ``n`` says how many were used. Fewer than
+    Mean: paired t-interval and t-test; when both sides are 0/1 (``success``), the
+    difference of two shares instead (Clopper-Pearson on the pairs that moved up and down,
+    exact McNemar test). Median: the exact order-statistic interval and a sign test. Pairs with a missing (NaN) side are dropped; ``n`` says how many were used. Fewer than
     ``FEW_PAIRS`` pairs warn ``FewSamplesWarning``. ``seed`` is kept for the API; nothing is drawn.
     """
     if stat not in ("mean", "median"):
@@ -230,7 +246,11 @@ def paired_difference(a: Sequence[float], b: Sequence[float], *, stat: str = "me
     if warn and len(pairs) < FEW_PAIRS:
         warnings.warn(f"{metric}: {len(pairs)} pairs (< {FEW_PAIRS}); the interval assumes "
                       "the differences look roughly normal", FewSamplesWarning, stacklevel=2)
-    if stat == "mean":
+    binary = stat == "mean" and all(v in (0.0, 1.0) for pair in pairs for v in pair)
+    if binary:
+        est, low, high = _paired_shares(diffs, confidence)
+        side = [sum(s) / len(s) for s in ([x for x, _ in pairs], [y for _, y in pairs])]
+    elif stat == "mean":
         est, low, high = _t_interval(diffs, confidence)
         side = [sum(s) / len(s) for s in ([x for x, _ in pairs], [y for _, y in pairs])]
     else:
@@ -238,7 +258,7 @@ def paired_difference(a: Sequence[float], b: Sequence[float], *, stat: str = "me
         side = [percentile([x for x, _ in pairs], 50), percentile([y for _, y in pairs], 50)]
     return PairedDifference(metric, labels[0], labels[1], stat, len(pairs), float(side[0]),
                             float(side[1]), float(est), low, high, confidence,
-                            _paired_p_value(diffs, stat))
+                            _paired_p_value(diffs, "share" if binary else stat))
 
 
 def holm(p_values: Sequence[float]) -> list[float]:
