@@ -16,7 +16,7 @@ samples, compute the interval on each, and print the share that contains the tru
   percentile (it never returns more than the sample maximum).
 
 A/A: both configurations draw from the same distribution; the share of paired comparisons
-whose interval excludes 0 (nominal 5 %). ``--quick`` is a smoke test (a few seconds).
+whose interval excludes 0 (nominal 5 %), for latencies and for a 0/1 success column (p = 0.8). ``--quick`` is a smoke test (a few seconds).
 Monte-Carlo error of a 95 % coverage from 1,000 reps: about ±0.7 points.
 """
 from __future__ import annotations
@@ -28,7 +28,7 @@ import time
 import numpy as np
 from scipy import stats
 
-from agentlab.experiments.coverage import (LogNormalLatency, aa_false_positive_rate,
+from agentlab.experiments.coverage import (LogNormalLatency, Successes, aa_false_positive_rate,
                                            bootstrap_cap, mean_coverage, proportion_coverage,
                                            quantile_coverage)
 from agentlab.experiments.stats import (mean_interval, paired_difference, percentile_interval,
@@ -113,6 +113,11 @@ def main() -> None:
         worst.append((1 - kit, f"A/A {n} pairs (1 - false positives)"))
         print(f"{n:<16}{kit:>8.1%}{'same' if _scipy_agrees('aa', n, None, check) else 'DIFF':>8}"
               f"{bs:>11.1%}")
+    for n in pairs:  # 0/1 outcomes (success), the paired difference of two shares
+        kit = aa_false_positive_rate(n, reps=reps, seed=n, dist=Successes(0.8))
+        bs = aa_false_positive_rate(n, reps=boot, method="bootstrap", seed=n, dist=Successes(0.8))
+        worst.append((1 - kit, f"A/A success {n} pairs (1 - false positives)"))
+        print(f"{f'{n} (success 0.8)':<16}{kit:>8.1%}{'':>8}{bs:>11.1%}")
     low = sorted(worst)[:3]
     print(f"\nlowest kit cells: {', '.join(f'{name} {v:.1%}' for v, name in low)}; "
           f"{time.perf_counter() - t0:.0f} s")

@@ -24,7 +24,7 @@ from typing import Any
 from ..errors import ConfigError
 from .stats import mean_interval, paired_difference, percentile_interval, proportion_interval
 
-__all__ = ["LogNormalLatency", "quantile_coverage", "mean_coverage", "aa_false_positive_rate",
+__all__ = ["LogNormalLatency", "Successes", "quantile_coverage", "mean_coverage", "aa_false_positive_rate",
            "proportion_coverage", "bootstrap_cap"]
 
 
@@ -46,6 +46,16 @@ class LogNormalLatency:
     @property
     def mean(self) -> float:
         return self.median * math.exp(self.sigma ** 2 / 2)
+
+
+@dataclass(frozen=True)
+class Successes:
+    """A 0/1 outcome (a run succeeds) with probability ``p``: for A/A tests of ``success``."""
+
+    p: float = 0.8
+
+    def draw(self, rng: Any, shape: tuple[int, ...]) -> Any:
+        return (rng.random(shape) < self.p).astype(float)
 
 
 def bootstrap_cap(n: int, q: float) -> float:
@@ -110,7 +120,7 @@ def mean_coverage(n: int, *, reps: int = 1000, method: str = "kit", seed: int = 
 
 def aa_false_positive_rate(pairs: int, *, reps: int = 1000, method: str = "kit", seed: int = 0,
                            n_resamples: int = 400, confidence: float = 0.95,
-                           dist: LogNormalLatency = LogNormalLatency()) -> float:
+                           dist: Any = LogNormalLatency()) -> float:
     """A/A test: both configurations draw from ``dist`` on each pair; the share of paired
     comparisons whose interval of the mean difference excludes 0 (a false "difference")."""
     import numpy as np  # lazy: heavy
