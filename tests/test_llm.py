@@ -488,7 +488,7 @@ def test_to_assistant_message_round_trips_through_the_strict_simulator(plan):
 
 
 # -- what real providers do differently (issue 11) -------------------------------------------------
-# Shapes below are the ones recorded from real endpoints (see tests/fixtures/providers/README.md).
+# Shapes below are the ones recorded from real endpoints (see data/providers/README.md).
 
 def test_refusal_is_kept_in_chat_and_stream():
     said = "I'm sorry, I can't assist with that request."
