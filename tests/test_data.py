@@ -21,6 +21,7 @@ def test_a_checkout_reads_the_top_level_data_folder():
 def test_the_readme_names_every_entry():
     readme = (DATA / "README.md").read_text(encoding="utf-8")
     entries = [p.name for p in DATA.iterdir() if p.name not in ("README.md", "__pycache__")]
+    entries += [f"sweeps/{p.name}" for p in (DATA / "sweeps").iterdir() if p.is_dir()]
     assert entries and all(f"`{name}" in readme for name in entries), entries
 
 
@@ -32,3 +33,10 @@ def test_the_reference_sweep_is_a_result_of_its_spec():
     assert len(ref.runs) == len(spec.cells()) and set(ref.runs["status"]) == {"ok"}
     assert set(ref.runs["config"]) == {"timeouts=fixed", "timeouts=adaptive"}
     assert len(ref.tool_calls) > len(ref.runs)
+
+
+def test_the_example_class_is_generated_from_the_current_master():
+    from agentlab.exercises import example_class
+    made = example_class.submissions(ROOT)
+    assert {name: (DATA / "class" / name).read_text(encoding="utf-8") for name in made} == made
+    assert example_class.RETRY_AFTER not in made["carol_01_backoff.ipynb"]
