@@ -11,7 +11,7 @@ at run time (a test, a notebook). An endpoint is any object with ``.client() -> 
 """
 from __future__ import annotations
 
-from importlib.metadata import entry_points
+from importlib.metadata import distributions
 from typing import Any, Callable
 
 from ..errors import ConfigError
@@ -32,7 +32,11 @@ def offline_endpoint() -> Any:
     """A new instance of the offline endpoint: the registered one, else the first declared under
     ``OFFLINE_ENTRY_POINT`` (agentlab's ``SimulatedAPI`` with its default policy)."""
     if not _factory:
-        found = sorted(entry_points(group=OFFLINE_ENTRY_POINT), key=lambda ep: ep.name != "sim")
+        # every installed distribution's declarations, not ``entry_points(group=)``: that one
+        # keeps only the first copy of a distribution on sys.path, and a stale
+        # ``agentlab.egg-info`` left in a checkout would hide the installed one's
+        found = sorted((ep for dist in distributions() for ep in dist.entry_points
+                        if ep.group == OFFLINE_ENTRY_POINT), key=lambda ep: ep.name != "sim")
         if not found:
             raise ConfigError("no_offline_endpoint", "no OPENAI_API_KEY or OPENAI_BASE_URL is set "
                               f"and no offline endpoint is declared under {OFFLINE_ENTRY_POINT!r}: "
