@@ -35,12 +35,9 @@ Run identity (book 1.4, ``run_ids.py``): a run keeps its ``run_id`` when it resu
 ``tool_log.ToolResultLog`` the manager holds (``.tool_log``); ``record_tool_result``,
 ``find_tool_result``, ... are its operations under their chapter-11 names.
 
-With the runtime: ``AgentRuntime(..., checkpoints=cm)`` calls ``cm.attach(runtime)``
-(``agentlab.checkpoints.durable``): a checkpoint at the start of a run, every
-``auto_save_interval`` turns at a safe point, and when the run ends; each tool result recorded
-with ``record_tool_result`` as the call completes and reused on resume; and
-``run(task, resume_from="latest" | id)`` continues the same run. This module owns what is
-written and how it is read back.
+With the runtime, ``AgentRuntime(..., checkpoints=cm)`` calls ``cm.attach(runtime)``
+(``durable.py``: when to save, tool results recorded and reused, ``resume_from``); this module
+owns what is written and how it is read back.
 """
 from __future__ import annotations
 
