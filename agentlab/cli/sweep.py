@@ -1,6 +1,6 @@
 """``agentlab sweep SPEC.toml``: run an experiment (chapter 14) and save its tables.
 
-    agentlab sweep examples/sweeps/timeouts.toml --workers 2 --out sweeps/timeouts
+    agentlab sweep data/sweeps/timeouts.toml --workers 2 --out sweeps/timeouts
     agentlab sweep SPEC.toml --dry-run        # the plan and the cost estimate, nothing runs
 
 Cells already finished in the output directory are not run again (an interrupted sweep
@@ -22,7 +22,7 @@ __all__ = ["add_parser", "output_dir"]
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("sweep", help="run an experiment spec: a grid of settings x seeds x tasks")
-    p.add_argument("spec", help="the experiment, a TOML file (see examples/sweeps/)")
+    p.add_argument("spec", help="the experiment, a TOML file (see data/sweeps/)")
     p.add_argument("--workers", type=int, default=None,
                    help="processes in the pool (default: [run] workers, else the CPU count; "
                         "1 runs in this process)")
