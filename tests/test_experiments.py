@@ -107,7 +107,7 @@ def test_tool_rows_carry_the_enforced_timeout_false_kills_and_waste(monkeypatch)
         "slow": Constant(2000), "hang": Hanging(Constant(10), hang_rate=1.0)})
     exp = Experiment(grid={"timeouts": ["fixed"]}, seeds=1, tasks=["tools"],
                      settings={"workload": "test_kills", "turns": 2, "time_scale": 0.01,
-                               "fixed_timeout_s": 1.0, "hang_s": 5.0})
+                               "fixed_timeout_s": 1.0})
     res = exp.run(workers=1, progress=False)
     calls = res.tool_calls.set_index(["tool", "turn"])
     assert (res.tool_calls["timeout_s"] == 1.0).all()
