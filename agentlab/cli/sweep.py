@@ -4,7 +4,9 @@
     agentlab sweep SPEC.toml --dry-run        # the plan and the cost estimate, nothing runs
 
 Cells already finished in the output directory are not run again (an interrupted sweep
-resumes). The output directory is ``--out``, else the spec's ``[run] out``, else
+resumes); cells that raised run again (``--no-retry-errors`` keeps their errors). Finished
+cells made by other code (another agentlab version, git commit, uncommitted changes or
+scenario source) are refused unless ``--force``. The output directory is ``--out``, else the spec's ``[run] out``, else
 ``sweeps/<name>`` (relative to the current directory).
 """
 from __future__ import annotations
@@ -35,7 +37,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--cost-cap", type=float, default=None, dest="cost_cap_usd",
                    help="hard cap on the sweep's spend in USD")
     p.add_argument("--force", action="store_true", help="reuse an output directory that "
-                   "holds another experiment")
+                   "holds another experiment, or cells made by other code")
+    p.add_argument("--retry-errors", action=argparse.BooleanOptionalAction, default=True,
+                   help="run the cells that raised on an earlier run again (default: yes)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=run)
 
@@ -58,7 +62,8 @@ def run(args: argparse.Namespace) -> int:
             print(f"output: {out}")
             return 0
         results = exp.run(workers=args.workers, fleet=args.fleet, out=out,
-                          progress=not args.no_progress, force=args.force, cost_cap_usd=cap)
+                          progress=not args.no_progress, force=args.force, cost_cap_usd=cap,
+                          retry_errors=args.retry_errors)
     except AgentError as exc:
         print(f"agentlab sweep: {exc}", file=sys.stderr)
         return 2

@@ -19,7 +19,7 @@ and summarised with bootstrap intervals:
 from .cells import Cell, get_scenario, run_cell
 from .cost import CostEstimate, estimate_cost, worst_case_usd
 from .ratelimit import LimitedLLM, RateLimiter, TokenBucket
-from .results import MEASURED, Results
+from .results import LOAD_SENSITIVE, MEASURED, Results, comparison_metrics
 from .rows import CellOutput
 from .runner import (CellExecutor, InProcessCells, ProcessPoolCells, fleet_executor,
                      register_fleet, run)
@@ -29,7 +29,8 @@ from .stats import (FewSamplesWarning, PairedDifference, min_samples, paired_dif
                     percentile_interval, percentile_table)
 from .workloads import WORKLOADS, KeyedTool, random_dag
 
-__all__ = ["Experiment", "Task", "Results", "MEASURED", "Cell", "CellOutput", "run_cell",
+__all__ = ["Experiment", "Task", "Results", "MEASURED", "LOAD_SENSITIVE", "comparison_metrics",
+           "Cell", "CellOutput", "run_cell",
            "get_scenario", "run", "CellExecutor", "InProcessCells", "ProcessPoolCells",
            "register_fleet", "fleet_executor", "SCENARIOS", "Scenario", "register_scenario",
            "FewSamplesWarning", "PairedDifference", "min_samples", "paired_difference",
