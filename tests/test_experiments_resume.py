@@ -165,3 +165,28 @@ def test_kill_9_of_the_sweep_leaves_no_pool_workers(tmp_path):
             pass
     assert cli.main(["report", str(out)]) == 0  # killed: the manifest still says running
     assert "**Partial report**: the sweep is running" in (out / "report.md").read_text()
+
+
+def test_tables_are_written_through_the_packages_atomic_write(tmp_path, monkeypatch):
+    from agentlab import atomic
+    from agentlab.errors import StateError
+    from agentlab.experiments.store import replace_file
+
+    synced = []
+    monkeypatch.setattr(atomic.os, "fsync", lambda fd: synced.append(fd))
+    target = tmp_path / "runs.csv"
+    replace_file(target, lambda f: f.write(b"a,b\n1,2\n"))
+    assert target.read_bytes() == b"a,b\n1,2\n" and len(synced) >= 1  # the file was fsynced
+
+    def half_then_fail(f):
+        f.write(b"x,")
+        raise OSError("disk full")
+
+    with pytest.raises(OSError):
+        replace_file(target, half_then_fail)
+    monkeypatch.setattr(atomic.os, "replace", lambda a, b: (_ for _ in ()).throw(OSError("ro")))
+    with pytest.raises(StateError) as info:
+        replace_file(target, lambda f: f.write(b"new"))
+    assert info.value.code == "sweep_write_failed"
+    assert target.read_bytes() == b"a,b\n1,2\n" and [p.name for p in tmp_path.iterdir()] == [
+        "runs.csv"]  # the old content, and no temporary file left behind
