@@ -43,12 +43,17 @@ def flaky(monkeypatch):
     return SimpleNamespace(broken=broken, calls=calls, stop=stop)
 
 
-def test_errored_cells_run_again_once_the_scenario_is_fixed(tmp_path, flaky):
+def test_errored_cells_run_again_once_the_scenario_is_fixed(tmp_path, flaky, capsys):
     broken, calls = flaky.broken, flaky.calls
     broken.add(1)
     exp = Experiment(seeds=3, tasks=["flaky"], name="flaky")
     first = exp.run(workers=1, progress=False, out=tmp_path)
     assert first.runs["status"].tolist() == ["ok", "error", "ok"]
+    spec = tmp_path / "flaky.toml"
+    spec.write_text('name = "flaky"\nseeds = 3\ntasks = ["flaky"]\n')
+    for flag, finished in (("--retry-errors", 2), ("--no-retry-errors", 3)):
+        assert cli.main(["sweep", str(spec), "--out", str(tmp_path), "--dry-run", flag]) == 0
+        assert f"= 3 cells ({finished} already finished)" in capsys.readouterr().out
     kept = exp.run(workers=1, progress=False, out=tmp_path, retry_errors=False)
     assert calls == [0, 1, 2] and kept.runs["status"].tolist() == ["ok", "error", "ok"]
     broken.clear()  # the bug is fixed
@@ -90,9 +95,10 @@ def test_resuming_with_other_code_refuses_without_force(tmp_path, flaky, capsys)
     assert calls == [0, 1, 2]  # refused before anything ran
     spec = tmp_path / "flaky.toml"
     spec.write_text('name = "flaky"\nseeds = 3\ntasks = ["flaky"]\n')
-    assert cli.main(["sweep", str(spec), "--out", str(tmp_path), "--workers", "1",
-                     "--no-progress"]) == 2
-    assert "[code_changed]" in capsys.readouterr().err
+    for extra in ([], ["--dry-run"]):
+        assert cli.main(["sweep", str(spec), "--out", str(tmp_path), "--workers", "1",
+                         "--no-progress", *extra]) == 2
+        assert "[code_changed]" in capsys.readouterr().err
     with pytest.warns(RuntimeWarning, match="reusing 3 cell"):
         res = exp.run(workers=1, progress=False, out=tmp_path, force=True)
     assert calls == [0, 1, 2] and res.manifest["sessions"][-1]["reused_other_code"] == 3

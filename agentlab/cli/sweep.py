@@ -16,8 +16,8 @@ import sys
 from pathlib import Path
 
 from ..errors import AgentError
-from ..experiments import Experiment
-from ..experiments.store import SweepStore
+from ..experiments import Experiment, get_scenario
+from ..experiments.store import SweepStore, check_identity, code_identity
 
 __all__ = ["add_parser", "output_dir"]
 
@@ -58,7 +58,11 @@ def run(args: argparse.Namespace) -> int:
         if args.dry_run:
             store = SweepStore(out)
             store.check_compatible(exp.spec_hash, args.force)
-            print(exp.plan(store.records(), cap))
+            records = {k: r for k, r in store.records().items()
+                       if not (args.retry_errors and r.get("status") == "error")}
+            check_identity(records, code_identity(
+                {t.scenario: get_scenario(t.scenario) for t in exp.tasks}), args.force, out)
+            print(exp.plan(records, cap))
             print(f"output: {out}")
             return 0
         results = exp.run(workers=args.workers, fleet=args.fleet, out=out,

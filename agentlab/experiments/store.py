@@ -89,7 +89,8 @@ def _checkout() -> dict[str, Any]:
     """The git commit of the installed package's checkout, and its uncommitted changes."""
     package = Path(__file__).resolve().parents[1]  # the agentlab folder
     commit = _git(["rev-parse", "HEAD"], package)
-    if commit is None:
+    # an installed copy inside someone else's repository (a venv in a project) is not theirs
+    if commit is None or not (_git(["ls-files", "--", "__init__.py"], package) or "").strip():
         return {"git_commit": None, "git_dirty": None, "dirty_hash": None}
     diff = _git(["diff", "HEAD", "--", "."], package) or ""
     return {"git_commit": commit.strip(), "git_dirty": bool(diff),
