@@ -116,6 +116,8 @@ def test_report_on_an_interrupted_folder_is_marked_partial(tmp_path, flaky):
     assert "**Partial report**: the sweep is interrupted" in report
     assert f"{finished} of 6 cells are in its journal" in report
     assert "x=2 not_run: 3" in report  # every configuration has its rows
+    assert "- machine load (start, end of the last session): load average" in report
+    assert "- code (last session): flaky: git " in report
 
 
 def _children(pid: int) -> list[int]:

@@ -158,7 +158,13 @@ def write_report(directory: str | Path, out: str | Path | None = None) -> Path:
                   f"load average {(x or {}).get('loadavg')}, 1 ms sleeps "
                   f"{(x or {}).get('sleep_overshoot_ms_median')} ms late (median)"
                   for x in (load.get("start"), load.get("end")) if x),
-              "- versions: " + ", ".join(f"{k} {v}" for k, v in versions.items() if v), ""]
+              "- versions: " + ", ".join(f"{k} {v}" for k, v in versions.items() if v),
+              "- code (last session): " + "; ".join(
+                  f"{name}: git {str(c.get('git_commit') or 'unknown')[:12]}"
+                  + (" with uncommitted changes" if c.get("git_dirty") else "")
+                  + f", scenario source {c.get('scenario_hash')}"
+                  for name, c in ((sessions[-1] if sessions else {}).get("code") or {}).items()),
+              ""]
     summary, metrics = _summary_section(results)
     lines += summary + _percentile_section(results, plots) + _compare_section(
         results, metrics, plots)

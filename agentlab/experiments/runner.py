@@ -206,7 +206,8 @@ def _run(experiment: Any, executor: CellExecutor, out: Any, progress: Any, force
             done = {k: r for k, r in done.items() if r.get("status") != "error"}
         other_code = check_identity(done, identities, force, store.dir)
     manifest = _manifest(experiment, cells, store, executor, cap, done)
-    manifest["session"] = {"retried": retried, "reused_other_code": other_code}
+    manifest["session"] = {"retried": retried, "reused_other_code": other_code,
+                           "code": identities}
     reused, t0 = len(done), time.perf_counter()
     if store is not None:
         store.write_manifest(manifest)
