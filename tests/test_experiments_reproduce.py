@@ -47,7 +47,7 @@ def test_same_tables_outside_measured_while_two_burners_keep_the_cores_busy(tmp_
     assert (runs["status"] == "ok").all() and (runs["clock_overrides"] == 0).all()
     assert runs["tool_timeouts"].sum() > 0  # calls were killed: the comparison is not empty
     assert (runs["tool_timeouts"] == runs["sim_timeouts"]).all()
-    assert loaded.manifest["load"]["start"]["sleep_overshoot_ms_median"] >= 0
+    assert math.isfinite(loaded.manifest["load"]["start"]["sleep_overshoot_ms_median"])
     assert loaded.manifest["sessions"][-1]["load"]["end"]["cpus"] >= 1
 
 
