@@ -104,7 +104,7 @@ def test_resuming_with_other_code_refuses_without_force(tmp_path, flaky, capsys)
     assert calls == [0, 1, 2] and res.manifest["sessions"][-1]["reused_other_code"] == 3
 
 
-def test_report_on_an_interrupted_folder_is_marked_partial(tmp_path, flaky):
+def test_report_on_an_interrupted_folder_is_marked_partial(tmp_path, flaky, capsys):
     flaky.stop[0] = 3  # Ctrl+C as the fourth cell starts
     exp = Experiment(grid={"x": [1, 2]}, seeds=3, tasks=["flaky"], name="half")
     with pytest.raises(KeyboardInterrupt):
@@ -112,12 +112,25 @@ def test_report_on_an_interrupted_folder_is_marked_partial(tmp_path, flaky):
     finished = len(SweepStore(tmp_path).records())
     assert 1 <= finished < 6
     assert cli.main(["report", str(tmp_path)]) == 0
+    assert "(a partial report: the sweep is interrupted)" in capsys.readouterr().out
     report = (tmp_path / "report.md").read_text()
     assert "**Partial report**: the sweep is interrupted" in report
     assert f"{finished} of 6 cells are in its journal" in report
     assert "x=2 not_run: 3" in report  # every configuration has its rows
     assert "- machine load (start, end of the last session): load average" in report
     assert "- code (last session): flaky: git " in report
+
+
+def test_report_on_a_folder_with_no_finished_cell_shows_zero_pairs(tmp_path, flaky):
+    flaky.stop[0] = 0  # Ctrl+C before the first cell finishes
+    exp = Experiment(grid={"x": [1, 2]}, seeds=2, tasks=["flaky"], name="none",
+                     compare=[{"metric": "value", "a": "x=1", "b": "x=2"}])
+    with pytest.raises(KeyboardInterrupt):
+        exp.run(workers=1, progress=False, out=tmp_path)
+    assert cli.main(["report", str(tmp_path)]) == 0
+    report = (tmp_path / "report.md").read_text()
+    assert "0 of 4 cells are in its journal" in report
+    assert "| value | x=2 - x=1 | 0 |" in report  # the planned comparison, with no pairs yet
 
 
 def _children(pid: int) -> list[int]:

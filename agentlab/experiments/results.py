@@ -183,16 +183,19 @@ class Results:
                 n_resamples: int = DEFAULT_RESAMPLES, seed: int = 0) -> PairedDifference:
         """Paired difference ``b - a`` of a run metric, matching runs on ``on`` (same seeds).
 
-        ``a`` and ``b`` are configuration labels (``results.configs``).
+        ``a`` and ``b`` are configuration labels (``results.configs``). A ``partial`` sweep
+        may not have run a configuration or a metric yet: that gives 0 pairs, not an error.
         """
         runs = self.ok()
         for label in (a, b):
-            if label not in self.configs:
+            if label not in self.configs and not self.partial:
                 raise ConfigError("invalid_argument", f"no configuration {label!r}; this sweep "
                                   f"has {self.configs}")
-        if metric not in runs.columns:
+        if metric not in runs.columns and not self.partial:
             raise ConfigError("invalid_argument", f"no run metric {metric!r}; columns: "
                               f"{', '.join(runs.columns)}")
+        if metric not in runs.columns or runs.empty:
+            return paired_difference([], [], stat=stat, metric=metric, labels=(a, b))
         wide = runs.pivot_table(index=list(on), columns="config", values=metric,
                                 aggfunc="first")
         if a not in wide.columns or b not in wide.columns:
