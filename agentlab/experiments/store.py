@@ -65,7 +65,8 @@ def replace_file(path: Path, write: Callable[[Any], Any]) -> None:
 
     ``write`` fills an in-memory buffer (``df.to_parquet(buf)``, ``df.to_csv(buf)``), which
     goes to disk through the package's one atomic write, ``agentlab.atomic.atomic_write``
-    (temp file, fsync, rename, fsync of the folder): never half a file, even after a crash.
+    (temp file, fsync, rename, fsync of the folder): never half a file, even after a crash;
+    the temp file of a writer killed mid-write is removed by the next ``StateStore`` of the folder.
     """
     buffer = io.BytesIO()
     write(buffer)
@@ -103,7 +104,7 @@ def code_identity(scenarios: dict[str, Any]) -> dict[str, dict]:
     An identity: ``agentlab`` (the version), ``git_commit``, ``git_dirty`` and ``dirty_hash``
     (of ``git diff HEAD`` in the package folder; None outside a git checkout) and
     ``scenario_hash``, 16 hex digits of a SHA-256 of the scenario function's source (its
-    qualified name when the source cannot be read). Runs git twice: call it once per sweep.
+    qualified name when the source cannot be read). Runs git three times: once per sweep.
     """
     try:
         version = metadata.version("agentlab")
