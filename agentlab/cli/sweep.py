@@ -6,8 +6,8 @@
 Cells already finished in the output directory are not run again (an interrupted sweep
 resumes); cells that raised run again (``--no-retry-errors`` keeps their errors). Finished
 cells made by other code (another agentlab version, git commit, uncommitted changes or
-scenario source) are refused unless ``--force``. The output directory is ``--out``, else the spec's ``[run] out``, else
-``sweeps/<name>`` (relative to the current directory).
+scenario source) are refused unless ``--force``. The output directory is ``--out``, else the
+spec's ``[run] out``, else ``sweeps/<name>`` (relative to the current directory).
 """
 from __future__ import annotations
 

@@ -66,7 +66,7 @@ def replace_file(path: Path, write: Callable[[Any], Any]) -> None:
     ``write`` fills an in-memory buffer (``df.to_parquet(buf)``, ``df.to_csv(buf)``), which
     goes to disk through the package's one atomic write, ``agentlab.atomic.atomic_write``
     (temp file, fsync, rename, fsync of the folder): never half a file, even after a crash;
-    the temp file of a writer killed mid-write is removed by the next ``StateStore`` of the folder.
+    the temp file of a writer killed mid-write is removed by the folder's next ``StateStore``.
     """
     buffer = io.BytesIO()
     write(buffer)
@@ -123,7 +123,8 @@ def code_identity(scenarios: dict[str, Any]) -> dict[str, dict]:
 
 
 def identity_differences(old: dict | None, new: dict) -> dict[str, list]:
-    """``{field: [recorded, now]}`` for the ``IDENTITY_KEYS`` that differ (all, if none recorded)."""
+    """``{field: [recorded, now]}`` for the ``IDENTITY_KEYS`` that differ (all, if none was
+    recorded)."""
     old = old or {}
     return {k: [old.get(k), new.get(k)] for k in IDENTITY_KEYS if old.get(k) != new.get(k)}
 
