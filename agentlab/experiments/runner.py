@@ -193,8 +193,8 @@ def _run(experiment: Any, executor: CellExecutor, out: Any, progress: Any, force
     if cap is not None:
         for model in {c.settings["model"] for c in cells if "model" in c.settings}:
             require_prices(model)
-    store = SweepStore(out) if out is not None else None
     identities = code_identity({t.scenario: get_scenario(t.scenario) for t in experiment.tasks})
+    store = SweepStore(out, code=identities) if out is not None else None
     done: dict[str, dict] = {}
     retried = other_code = 0
     if store is not None:
@@ -218,7 +218,7 @@ def _run(experiment: Any, executor: CellExecutor, out: Any, progress: Any, force
         unique.setdefault(cell.cell_id, cell)
     try:
         _loop([c for c in unique.values() if c.cell_id not in done], executor, store, done, cap,
-              _progress(progress, len(unique), len(done), experiment.name), identities)
+              _progress(progress, len(unique), len(done), experiment.name))
     except BaseException:
         manifest.update(status="interrupted", ended_at=now_iso())
         if store is not None:
@@ -236,9 +236,8 @@ def _run(experiment: Any, executor: CellExecutor, out: Any, progress: Any, force
 
 
 def _loop(todo: list[Cell], executor: CellExecutor, store: SweepStore | None,
-          done: dict[str, dict], cap: float | None, bar: Any, identities: dict) -> None:
-    """Submit, collect and journal cells (each with its code identity); ``done`` grows in
-    place as they finish."""
+          done: dict[str, dict], cap: float | None, bar: Any) -> None:
+    """Submit, collect and journal cells; ``done`` grows in place as they finish."""
     pending, running = deque(todo), {}
     spent = sum(float(r["run"].get("cost_usd") or 0.0) for r in done.values()
                 if r["run"].get("cost_usd") == r["run"].get("cost_usd"))  # NaN-safe
@@ -275,7 +274,6 @@ def _loop(todo: list[Cell], executor: CellExecutor, store: SweepStore | None,
                                      "finished cells are in the journal: run the sweep again "
                                      "to resume", retryable=True) from None
                 record["cell"] = cell.to_dict()
-                record["code"] = identities.get(cell.task["scenario"])
                 reserved -= cell.budget_usd or 0.0
                 cost = record["run"].get("cost_usd")
                 spent += cost if isinstance(cost, (int, float)) and cost == cost else 0.0

@@ -149,10 +149,15 @@ def machine_load(samples: int = 20, sleep_s: float = 0.001) -> dict[str, Any]:
 
 
 class SweepStore:
-    """The journal and manifest of one sweep directory (created on first write)."""
+    """The journal and manifest of one sweep directory (created on first write).
 
-    def __init__(self, directory: str | os.PathLike) -> None:
+    ``code``: ``code_identity(...)`` of this sweep; each appended record gets the identity of
+    its scenario as ``record["code"]``.
+    """
+
+    def __init__(self, directory: str | os.PathLike, code: dict[str, dict] | None = None) -> None:
         self.dir = Path(directory)
+        self.code = dict(code or {})
         self.journal = self.dir / JOURNAL
         self._file: Any = None
 
@@ -177,7 +182,11 @@ class SweepStore:
         return out
 
     def append(self, record: dict) -> None:
-        """Add one finished cell; flushed at once (durable against a killed process)."""
+        """Add one finished cell, stamped with its code identity; flushed at once (durable
+        against a killed process)."""
+        if self.code:
+            scenario = ((record.get("cell") or {}).get("task") or {}).get("scenario")
+            record.setdefault("code", self.code.get(scenario))
         if self._file is None:
             self.dir.mkdir(parents=True, exist_ok=True)
             self._trim_torn_tail()
