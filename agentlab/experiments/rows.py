@@ -119,6 +119,7 @@ def agent_run_row(result: Any, *, model: str, tool_rows: list[dict],
     codes = Counter(str(e.get("code", "unknown")) for e in result.errors)
     requests = requests or []
     state = getattr(result.state, "value", str(result.state))
+    known = not any(math.isnan(r["sim_duration_ms"]) for r in tool_rows)
     return {
         "state": state, "stopped_reason": result.stopped_reason,
         "success": bool(state == "finished" if success is None else success),
@@ -129,8 +130,9 @@ def agent_run_row(result: Any, *, model: str, tool_rows: list[dict],
         "tool_timeouts": sum(r["timed_out"] for r in tool_rows),
         "false_kills": sum(r["false_kill"] for r in tool_rows),
         "wasted_s": sum(r["wasted_ms"] for r in tool_rows) / 1000.0,
-        "sim_timeouts": sum(r["sim_timed_out"] for r in tool_rows),
-        "sim_false_kills": sum(r["sim_false_kill"] for r in tool_rows),
+        # on the simulated clock; NaN when a call's true duration is unknown (research)
+        "sim_timeouts": sum(r["sim_timed_out"] for r in tool_rows) if known else math.nan,
+        "sim_false_kills": sum(r["sim_false_kill"] for r in tool_rows) if known else math.nan,
         "sim_wasted_s": sum(r["sim_wasted_ms"] for r in tool_rows) / 1000.0,
         "clock_overrides": sum(r["clock_override"] for r in tool_rows),
         "llm_requests": len(requests),
