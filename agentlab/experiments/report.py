@@ -139,16 +139,32 @@ def write_report(directory: str | Path, out: str | Path | None = None) -> Path:
     plots.mkdir(parents=True, exist_ok=True)
     versions = m.get("versions") or {}
     sessions = m.get("sessions") or []
-    lines = [f"# Sweep report: {m.get('name', src.name)}", "",
-             f"- status: {m.get('status')}; {m.get('cells')} cells; counts {m.get('counts')}",
-             f"- started {m.get('started_at')}, ended {m.get('ended_at')}; executor "
-             f"{m.get('executor')} with {m.get('workers')} worker(s)",
-             f"- throughput: {m.get('runs_per_s')} runs/s (last session); sessions: "
-             + "; ".join(f"{s.get('ran')} ran, {s.get('reused')} reused ({s.get('status')})"
-                         for s in sessions),
-             f"- seeds: {m.get('seeds')}; spec hash {m.get('spec_hash')}",
-             f"- cost: {m.get('cost')}",
-             "- versions: " + ", ".join(f"{k} {v}" for k, v in versions.items() if v), ""]
+    lines = [f"# Sweep report: {m.get('name', src.name)}", ""]
+    if results.partial:
+        ran = int((results.runs["status"] != "not_run").sum()) if len(results.runs) else 0
+        lines += [f"> **Partial report**: the sweep is {m.get('status')} (interrupted, killed, "
+                  f"or still running); {ran} of {m.get('cells')} cells are in its journal. "
+                  "Run the same sweep again to finish it, then report again.", ""]
+    load = m.get("load") or {}
+    lines += [f"- status: {m.get('status')}; {m.get('cells')} cells; counts {m.get('counts')}",
+              f"- started {m.get('started_at')}, ended {m.get('ended_at')}; executor "
+              f"{m.get('executor')} with {m.get('workers')} worker(s)",
+              f"- throughput: {m.get('runs_per_s')} runs/s (last session); sessions: "
+              + "; ".join(f"{s.get('ran')} ran, {s.get('reused')} reused ({s.get('status')})"
+                          for s in sessions),
+              f"- seeds: {m.get('seeds')}; spec hash {m.get('spec_hash')}",
+              f"- cost: {m.get('cost')}",
+              "- machine load (start, end of the last session): " + ", ".join(
+                  f"load average {(x or {}).get('loadavg')}, 1 ms sleeps "
+                  f"{(x or {}).get('sleep_overshoot_ms_median')} ms late (median)"
+                  for x in (load.get("start"), load.get("end")) if x),
+              "- versions: " + ", ".join(f"{k} {v}" for k, v in versions.items() if v),
+              "- code (last session): " + "; ".join(
+                  f"{name}: git {str(c.get('git_commit') or 'unknown')[:12]}"
+                  + (" with uncommitted changes" if c.get("git_dirty") else "")
+                  + f", scenario source {c.get('scenario_hash')}"
+                  for name, c in ((sessions[-1] if sessions else {}).get("code") or {}).items()),
+              ""]
     summary, metrics = _summary_section(results)
     lines += summary + _percentile_section(results, plots) + _compare_section(
         results, metrics, plots)
