@@ -18,9 +18,11 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from .bundle import data_path
+
 __all__ = ["CORPUS_DIR", "Page", "Corpus", "corpus", "build_index", "best_sentence", "terms"]
 
-CORPUS_DIR = Path(__file__).resolve().parent / "data" / "corpus"
+CORPUS_DIR = data_path("corpus")
 
 _WORD = re.compile(r"[a-z0-9_]+")
 _STOP = frozenset("""a an and are as at be by can do for from how in into is it its of on or

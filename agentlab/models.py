@@ -1,6 +1,6 @@
 """The models agentlab knows: context window, output limit and price, from one table.
 
-``agentlab/data/models.json`` (provenance and date in ``agentlab/data/models.md``) is read once,
+``data/models.json`` (provenance and date in ``data/models.md``) is read once,
 on first use. The simulator checks requests against it (unknown model, prompt + ``max_tokens``
 over the window), ``MessageManager`` derives its default budget from it, and the observer and
 the cost cap price tokens with it. A model missing from the table is unknown: no window, no
@@ -15,8 +15,8 @@ import json
 import math
 import threading
 from dataclasses import dataclass
-from pathlib import Path
 
+from .bundle import data_path
 from .errors import ConfigError
 
 __all__ = ["DEFAULT_MODEL", "MODELS_PATH", "ModelInfo", "model_info", "register_model",
@@ -24,8 +24,8 @@ __all__ = ["DEFAULT_MODEL", "MODELS_PATH", "ModelInfo", "model_info", "register_
 
 #: The model used when none is given (an OpenAI model name; the simulator answers as it).
 DEFAULT_MODEL = "gpt-4o"
-#: The bundled model table.
-MODELS_PATH = Path(__file__).resolve().parent / "data" / "models.json"
+#: The bundled model table (``data/models.json``: edit it, or ``register_model``).
+MODELS_PATH = data_path("models.json")
 
 
 @dataclass(frozen=True)

@@ -17,10 +17,11 @@ import binascii
 import hashlib
 import json
 import threading
-from .models import DEFAULT_MODEL
 from functools import lru_cache
-from pathlib import Path
 from typing import Any, Iterable
+
+from .bundle import data_path
+from .models import DEFAULT_MODEL
 
 __all__ = [
     "DATA_DIR",
@@ -33,8 +34,8 @@ __all__ = [
     "count_tools_tokens",
 ]
 
-#: Where the bundled encodings live (``agentlab/data/tiktoken``, installed with the package).
-DATA_DIR = Path(__file__).resolve().parent / "data" / "tiktoken"
+#: Where the bundled encodings live (``data/tiktoken``, installed with the package).
+DATA_DIR = data_path("tiktoken")
 
 #: The hashes tiktoken itself checks for the published files.
 ENCODING_SHA256 = {
@@ -55,12 +56,12 @@ def _read_ranks(name: str) -> dict[bytes, int]:
     path = DATA_DIR / f"{name}.tiktoken"
     if not path.exists():
         raise FileNotFoundError(
-            f"{path} is missing: agentlab needs its bundled tiktoken files (see agentlab/data/README.md); reinstall agentlab (pip install -e .) or restore the file with `git checkout agentlab/data/tiktoken`")
+            f"{path} is missing: agentlab needs its bundled tiktoken files (see data/README.md); reinstall agentlab (pip install -e .) or restore the file with `git checkout data/tiktoken`")
     raw = path.read_bytes()
     digest = hashlib.sha256(raw).hexdigest()
     if digest != ENCODING_SHA256[name]:
         raise ValueError(f"{path} has SHA-256 {digest}, expected {ENCODING_SHA256[name]}: "
-                         "the file is corrupt; restore it with `git checkout agentlab/data/tiktoken` "
+                         "the file is corrupt; restore it with `git checkout data/tiktoken` "
                          "(or reinstall agentlab)")
     # one "<base64 token> <rank>" pair per line; decoded in C (map/zip): twice as fast as a
     # Python loop, which matters because every process pays it before its first count

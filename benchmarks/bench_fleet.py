@@ -19,15 +19,13 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from agentlab.checkpoints import CheckpointManager  # noqa: E402
-from agentlab.fleet.agent import fleet_llm  # noqa: E402
-from agentlab.fleet.local import LocalFleet  # noqa: E402
-from agentlab.fleet.runs import RunSpec  # noqa: E402
-from agentlab.fleet.server import RedisServer  # noqa: E402
-from agentlab.research import SYSTEM_PROMPT, research_tools  # noqa: E402
-from agentlab.runtime import AgentRuntime  # noqa: E402
+from agentlab.checkpoints import CheckpointManager
+from agentlab.fleet.agent import fleet_llm
+from agentlab.fleet.local import LocalFleet
+from agentlab.fleet.runs import RunSpec
+from agentlab.fleet.server import RedisServer
+from agentlab.research import SYSTEM_PROMPT, research_tools
+from agentlab.runtime import AgentRuntime
 
 TASK = "Research Python asyncio best practices"
 

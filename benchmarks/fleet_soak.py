@@ -16,13 +16,10 @@ import random
 import statistics
 import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from agentlab.fleet.ledger import takeover_gaps  # noqa: E402
-from agentlab.fleet.local import LocalFleet  # noqa: E402
-from agentlab.fleet.runs import TERMINAL  # noqa: E402
+from agentlab.fleet.ledger import takeover_gaps
+from agentlab.fleet.local import LocalFleet
+from agentlab.fleet.runs import TERMINAL
 
 TASKS = ["Research Python asyncio best practices", "Research asyncio cancellation and timeouts",
          "Research asyncio task groups", "Research asyncio event loop debugging"]

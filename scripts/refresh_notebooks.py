@@ -6,9 +6,9 @@
 Runs each notebook top to bottom in its own folder (as nbval does), keeps outputs and the
 widget state (``metadata.widgets``, which nbclient stores: a trusted notebook rebuilds its
 widgets from it when opened), drops timings and other metadata that change every run, then
-regenerates the student copies of the exercises. Widget models that no output refers to
-(closed widgets, intermediate ones) are pruned from the state. Cells tagged
-``raises-exception`` may raise; any other error stops here.
+regenerates the student copies of the exercises (and ``data/class/``, made from exercise 01).
+Widget models that no output refers to (closed widgets, intermediate ones) are pruned from the
+state. Cells tagged ``raises-exception`` may raise; any other error stops here.
 """
 from __future__ import annotations
 
@@ -103,8 +103,8 @@ def main() -> int:
         refresh(p.resolve())
     if args.no_exercises:
         return 0
-    from agentlab.exercises import generate
-    return generate.main([])
+    from agentlab.exercises import example_class, generate
+    return generate.main([]) or example_class.main([])  # the copies, then data/class/
 
 
 if __name__ == "__main__":

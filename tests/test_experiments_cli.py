@@ -43,7 +43,7 @@ def _spec(tmp_path: Path, seeds: int = 3, scale: float = 0.01) -> Path:
 
 def test_dry_run_prints_the_plan_and_estimate_and_writes_nothing(tmp_path, capsys):
     out = tmp_path / "out"
-    spec = ROOT / "examples" / "sweeps" / "timeouts.toml"
+    spec = ROOT / "data" / "sweeps" / "timeouts.toml"
     assert cli.main(["sweep", str(spec), "--dry-run", "--out", str(out), "--cost-cap", "5"]) == 0
     text = capsys.readouterr().out
     assert "2 configuration(s) x 1 task(s) x 30 seed(s) = 60 cells" in text
@@ -52,7 +52,7 @@ def test_dry_run_prints_the_plan_and_estimate_and_writes_nothing(tmp_path, capsy
 
 
 def test_every_example_spec_is_valid(capsys):
-    for spec in sorted((ROOT / "examples" / "sweeps").glob("*.toml")):
+    for spec in sorted((ROOT / "data" / "sweeps").glob("*.toml")):
         assert cli.main(["sweep", str(spec), "--dry-run", "--out", "/nonexistent/x"]) == 0, spec
     assert "1000 cells" in capsys.readouterr().out
 

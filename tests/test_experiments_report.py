@@ -15,23 +15,23 @@ def _sweep(tmp_path, compare=None):
     for config in ("x=a", "x=b", "x=c"):
         for seed in range(10):
             runs.append({"config": config, "task": "t", "seed": seed, "status": "ok",
-                         "success": True, "false_kills": float(rng.integers(0, 4)),
+                         "success": True, "sim_false_kills": float(rng.integers(0, 4)),
                          "total_tokens": float(1000 + seed + (50 if config == "x=c" else 0))})
             calls += [{"config": config, "tool": "step", "duration_ms": float(d),
                        "timed_out": False, "timeout_s": 30.0, "outcome": "ok"}
                       for d in rng.lognormal(3, 1, 5)]
-    manifest = {"name": "t", "experiment": {"compare": compare or []}}
+    manifest = {"name": "t", "status": "complete", "experiment": {"compare": compare or []}}
     return Results(pd.DataFrame(runs), pd.DataFrame(calls), manifest).save(tmp_path / "s")
 
 
 def test_default_comparisons_are_counted_labelled_exploratory_and_holm_adjusted(tmp_path):
     text = write_report(_sweep(tmp_path)).read_text()
-    # 2 configurations against the first x 3 metrics (success, total_tokens, false_kills)
+    # 2 configurations against the first x 3 metrics (success, total_tokens, sim_false_kills)
     assert "**Exploratory** comparisons" in text and "6 comparison(s)" in text
     assert "| p (Holm) | yes after Holm |" in text
     row = next(r for r in text.splitlines() if r.startswith("| total_tokens | x=c - x=a"))
     assert "| yes | [50, 50] |" in row  # +50 tokens on every seed survives Holm
-    kills = next(r for r in text.splitlines() if r.startswith("| false_kills | x=b - x=a"))
+    kills = next(r for r in text.splitlines() if r.startswith("| sim_false_kills | x=b - x=a"))
     cells = [c.strip() for c in kills.split("|")]
     joint = [float(v) for v in cells[-2].strip("[]").split(",")]
     assert joint[0] < float(cells[7]) and joint[1] > float(cells[8])  # wider: 1 - 0.05/6

@@ -418,6 +418,28 @@ def test_from_env_without_key_uses_the_simulator(monkeypatch):
     assert "sim" in str(llm.client.base_url) and llm.chat(MSGS).content
 
 
+def test_the_offline_default_is_found_without_importing_the_simulator(monkeypatch):
+    """``agentlab.sim`` imports ``agentlab.llm`` (``Simulator.llm``); the client reaches its
+    offline default through the entry point pyproject declares, never an import of sim."""
+    import importlib.util
+    from pathlib import Path
+
+    from agentlab.llm import offline
+    root = Path(__file__).resolve().parents[1]
+    spec = importlib.util.spec_from_file_location("code_shape", root / "scripts" / "code_shape.py")
+    shape = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(shape)
+    graph = shape.import_graph(root)
+    arrows = {(a.split(".")[1], b.split(".")[1]) for a, targets in graph.items() for b in targets
+              if a.count(".") and b.count(".")}
+    assert ("sim", "llm") in arrows and ("llm", "sim") not in arrows
+    assert offline.offline_endpoint().__class__ is sim.Simulator  # declared in pyproject.toml
+    monkeypatch.setattr(offline, "_factory", [lambda: sim.Simulator(sim.Script([sim.text("own")]))])
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    assert LLMClient.from_env().chat(MSGS).content == "own"
+
+
 def test_llmclient_over_real_http_with_serve():
     s = sim.Simulator(sim.Script([CALLS]), faults=sim.FaultPlan([("rate_limit", {"retry_after": 0.1})]))
     with s.serve() as url:
@@ -466,7 +488,7 @@ def test_to_assistant_message_round_trips_through_the_strict_simulator(plan):
 
 
 # -- what real providers do differently (issue 11) -------------------------------------------------
-# Shapes below are the ones recorded from real endpoints (see tests/fixtures/providers/README.md).
+# Shapes below are the ones recorded from real endpoints (see data/providers/README.md).
 
 def test_refusal_is_kept_in_chat_and_stream():
     said = "I'm sorry, I can't assist with that request."

@@ -26,11 +26,11 @@ def test_register_a_local_model_and_refuse_nonsense():
 def test_prices_live_in_the_model_table_and_the_observer_reads_them():
     import json
     from agentlab.models import MODELS_PATH, price_table
-    from agentlab.observe import PRICING_PATH, AgentObserver
+    from agentlab.observe import PRICING_PATH, AgentObserver, load_pricing
     table = json.loads(MODELS_PATH.read_text())["models"]
-    copy = json.loads(PRICING_PATH.read_text())["models"]
-    assert copy == {k: {"input": v["input"], "output": v["output"]} for k, v in table.items()}
-    assert AgentObserver("r").pricing == price_table() == copy
+    prices = {k: {"input": v["input"], "output": v["output"]} for k, v in table.items()}
+    assert PRICING_PATH == MODELS_PATH and load_pricing(PRICING_PATH) == prices
+    assert AgentObserver("r").pricing == price_table() == prices
     register_model("priced-local-test", context_window=4096, max_output_tokens=512,
                    input_usd_per_1m=1.0, output_usd_per_1m=2.0)
     try:

@@ -15,11 +15,11 @@ import pytest
 from agentlab import sim
 from agentlab.errors import ConfigError, ToolError
 from agentlab.naive.observe import NaiveObserver
-from agentlab.observe import PRICING_PATH, AgentObserver, PricingWarning, percentile
+from agentlab.observe import PRICING_PATH, AgentObserver, PricingWarning, load_pricing, percentile
 from agentlab.runtime import AgentRuntime
 from agentlab.tools import ToolRegistry
 
-PRICES = json.loads(PRICING_PATH.read_text())["models"]
+PRICES = load_pricing(PRICING_PATH)
 
 
 def research_run(obs: AgentObserver, turns: int = 3) -> AgentObserver:

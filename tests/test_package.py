@@ -51,10 +51,11 @@ def test_a_wheel_installed_in_a_fresh_venv_runs_the_demo(tmp_path):
     root = Path(__file__).resolve().parents[1]
     src = tmp_path / "src"
     src.mkdir()
-    for name in ("pyproject.toml", "README.md", "LICENSE"):
+    for name in ("pyproject.toml", "setup.py", "README.md", "LICENSE"):
         shutil.copy(root / name, src)
-    shutil.copytree(root / "agentlab", src / "agentlab",
-                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    for folder in ("agentlab", "data"):  # data/ is mapped into the wheel as agentlab/data
+        shutil.copytree(root / folder, src / folder,
+                        ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
     pip = [sys.executable, "-m", "pip", "--disable-pip-version-check", "--no-input"]
     try:  # the dev extra brings a setuptools that can build us: no index needed
         local = int(metadata.version("setuptools").split(".")[0]) >= 77
@@ -67,8 +68,10 @@ def test_a_wheel_installed_in_a_fresh_venv_runs_the_demo(tmp_path):
     wheel = next((tmp_path / "dist").glob("agentlab-*.whl"))
     with zipfile.ZipFile(wheel) as zf:
         names = set(zf.namelist())
-    assert {"agentlab/data/tiktoken/o200k_base.tiktoken", "agentlab/data/pricing.json",
+    assert {"agentlab/data/tiktoken/o200k_base.tiktoken", "agentlab/data/models.json",
             "agentlab/data/corpus/index.json"} <= names
+    assert not any(n.startswith(("agentlab/data/providers", "agentlab/data/sweeps", "data/"))
+                   for n in names)  # the repository's datasets stay in the repository
     assert any(n.endswith(".dist-info/licenses/LICENSE") for n in names)
 
     venv = tmp_path / "venv"

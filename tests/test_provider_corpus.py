@@ -1,4 +1,4 @@
-"""Real provider responses, replayed (issue 11): ``tests/fixtures/providers/`` (sources in its
+"""Real provider responses, replayed (issue 11): ``data/providers/`` (sources in its
 README and ``corpus.json``). Each recording goes through a real ``openai.OpenAI`` client on an
 ``httpx2.MockTransport``, once one byte per chunk (SSE split anywhere, JSON split mid-token) and
 once in one piece, and the ``LLMResponse`` must say what the recording's own test asserts."""
@@ -14,7 +14,7 @@ import pytest
 from agentlab.errors import ProviderError
 from agentlab.llm import LLMClient, collect_stream
 
-HERE = Path(__file__).parent / "fixtures" / "providers"
+HERE = Path(__file__).resolve().parents[1] / "data" / "providers"
 CORPUS = json.loads((HERE / "corpus.json").read_text(encoding="utf-8"))["entries"]
 MSGS = [{"role": "user", "content": "replayed"}]
 

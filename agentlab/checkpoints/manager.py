@@ -13,39 +13,31 @@ turn counter. ``CheckpointManager`` writes them to one of two backends (``store.
 
 What the article's manager got wrong and this one does not:
 
-- ids are ``<seq:08d>-<time_ns:019d>-<random>``: ``seq`` is allocated under a cross-process
-  lock, so ids are unique and sort in creation order, even for saves in the same millisecond;
-- ``load()`` with no id reads the newest checkpoint *on disk*, so it works in a new process;
-- retention (``max_checkpoints``) counts what is on disk, across processes;
-- every checkpoint records ``format_version``, ``run_id``, ``revision`` and a wall-clock
-  ``created_at``; a corrupt file or an unknown version raises ``CheckpointError`` naming the file
-  (codes ``checkpoint_corrupt`` / ``checkpoint_incompatible``), never a bare ``JSONDecodeError``;
-- ``save`` refuses a history that is not at a safe point (``safe_point.py``): resuming from it
-  would send the API an invalid conversation;
-- secrets are not written (``agentlab.redaction``, through ``redact.py``): credential-like
-  keys, key-shaped tokens and the values registered with ``add_secret()`` (or
-  ``agentlab.redaction.register_secret``) are masked everywhere, messages, tool-log
-  arguments and results included;
-- retention (``max_checkpoints``) is per run: another run's saves never delete a run's
-  checkpoints; ``delete_run`` removes a run with its tool-result log;
-- ``load()`` checks that the messages it returns are a valid conversation;
-- the cost of a turn does not grow with the run (issue 13): the tool-result log is indexed in
-  memory and read incrementally (``tool_log.py``); each ``tool_calls_made`` record is scrubbed
-  and encoded once, and full chunks of 256 records are written once to the run's tool log
-  (``calls.py``), so a checkpoint holds fewer than 256 call records plus chunk ids. What
-  remains proportional is the history, which the runtime's context budget keeps bounded;
+- ids are ``<seq:08d>-<time_ns:019d>-<random>``, ``seq`` allocated under a cross-process lock:
+  unique, and sorted in creation order even within a millisecond;
+- ``load()`` with no id reads the newest checkpoint *on disk* (works in a new process), and
+  checks that the messages it returns are a valid conversation;
+- retention (``max_checkpoints``) counts what is on disk and is per run: another run's saves
+  never delete a run's checkpoints; ``delete_run`` removes a run with its tool-result log;
+- every checkpoint records ``format_version``, ``run_id``, ``revision`` and ``created_at``; a
+  corrupt file or unknown version raises ``CheckpointError`` naming the file
+  (``checkpoint_corrupt`` / ``checkpoint_incompatible``), never a bare ``JSONDecodeError``;
+- ``save`` refuses a history that is not at a safe point (``safe_point.py``);
+- secrets are not written (``agentlab.redaction`` through ``redact.py``): credential-like keys,
+  key-shaped tokens and ``add_secret()`` values are masked everywhere;
+- a turn's cost does not grow with the run (issue 13): the tool-result log is indexed in memory
+  and read incrementally (``tool_log.py``), and ``tool_calls_made`` is written in sealed chunks
+  of 256 records (``calls.py``); what remains proportional is the (bounded) history;
 - no directory or database file is created until the first write.
 
 Run identity (book 1.4, ``run_ids.py``): a run keeps its ``run_id`` when it resumes;
-``revision`` is 1 + the highest revision of that run in the store. The tool-result log's methods
-(``record_tool_result``, ``find_tool_result``, ...) come from ``tool_log.ToolResultLog``.
+``revision`` is 1 + the highest revision of that run in the store. The tool-result log is a
+``tool_log.ToolResultLog`` the manager holds (``.tool_log``); ``record_tool_result``,
+``find_tool_result``, ... are its operations under their chapter-11 names.
 
-With the runtime: ``AgentRuntime(..., checkpoints=cm)`` calls ``cm.attach(runtime)``
-(``agentlab.checkpoints.durable``): a checkpoint at the start of a run, every
-``auto_save_interval`` turns at a safe point, and when the run ends; each tool result recorded
-with ``record_tool_result`` as the call completes and reused on resume; and
-``run(task, resume_from="latest" | id)`` continues the same run. This module owns what is
-written and how it is read back.
+With the runtime, ``AgentRuntime(..., checkpoints=cm)`` calls ``cm.attach(runtime)``
+(``durable.py``: when to save, tool results recorded and reused, ``resume_from``); this module
+owns what is written and how it is read back.
 """
 from __future__ import annotations
 
@@ -64,14 +56,14 @@ from .redact import encode_body, to_plain
 from .run_ids import check_run_id, new_run_id
 from .safe_point import conversation_problem, unsafe_index
 from .store import make_backend
-from .tool_log import ToolLogIndex, ToolResultLog
+from .tool_log import ToolResultLog
 
 __all__ = ["CheckpointManager", "idempotency_key", "new_run_id"]
 
 logger = logging.getLogger(__name__)
 
 
-class CheckpointManager(ToolResultLog):
+class CheckpointManager:
     """Save, list, load and prune checkpoints of agent runs; keep the durable tool-result log.
 
     Args:
@@ -106,7 +98,7 @@ class CheckpointManager(ToolResultLog):
         self._last_saved_turn = 0
         self.last_error: BaseException | None = None
         self._calls = CallListEncoder()
-        self._logs: dict[str, ToolLogIndex] = {}
+        self.tool_log = ToolResultLog(self.backend, self.secrets)  # the durable tool-call log
 
     # -- identity
     @property
@@ -247,7 +239,7 @@ class CheckpointManager(ToolResultLog):
             checkpoint_id = None
         cp = self.backend.read(checkpoint_id)
         if cp is not None and cp.tool_calls_chunks:  # a long run: its call list in chunks
-            cp.tool_calls_made = join_chunks(cp.tool_calls_chunks, self._log(cp.run_id).chunks,
+            cp.tool_calls_made = join_chunks(cp.tool_calls_chunks, self.tool_log.index(cp.run_id).chunks,
                                              cp.tool_calls_made, f"checkpoint {cp.id}")
             cp.tool_calls_chunks = []
         problem = None if cp is None else conversation_problem(cp.messages)
@@ -280,13 +272,13 @@ class CheckpointManager(ToolResultLog):
 
     def delete_checkpoint(self, checkpoint_id: str) -> bool:
         """Remove one checkpoint; True if it existed. A run's last one takes its tool log along."""
-        self._logs.clear()
+        self.tool_log.forget()
         return self.backend.delete(checkpoint_id)
 
     def delete_run(self, run_id: str) -> int:
         """Remove every checkpoint of ``run_id`` and its tool-result log; returns how many."""
         run_id = check_run_id(run_id)
-        self._logs.pop(run_id, None)
+        self.tool_log.forget(run_id)
         drop = getattr(self.backend, "delete_run", None)
         if drop is not None:
             return drop(run_id)
@@ -296,8 +288,27 @@ class CheckpointManager(ToolResultLog):
     def clear_all(self) -> int:
         """Remove every checkpoint and tool result in the store; returns checkpoints removed."""
         self._last_saved_turn = 0
-        self._logs.clear()
+        self.tool_log.forget()
         return self.backend.clear()
+
+    # -- the durable tool-result log (``self.tool_log``) under its chapter-11 names
+    def record_tool_result(self, run_id: str, tool_call_id: str, name: str, result: str,
+                           success: bool, error_code: str | None = None, **kw: Any) -> bool:
+        """Record a finished call (the first record wins); ``ToolResultLog.record``."""
+        return self.tool_log.record(run_id, tool_call_id, name, result, success, error_code, **kw)
+
+    def get_tool_result(self, run_id: str, tool_call_id: str) -> dict | None:
+        """The recorded outcome of this call, or None; ``ToolResultLog.get``."""
+        return self.tool_log.get(run_id, tool_call_id)
+
+    def find_tool_result(self, run_id: str, tool_call_id: str, name: str, arguments: Any,
+                         claimed: set[str]) -> dict | None:
+        """By id, else by name and arguments among unclaimed ids; ``ToolResultLog.find``."""
+        return self.tool_log.find(run_id, tool_call_id, name, arguments, claimed)
+
+    def completed_tool_calls(self, run_id: str) -> dict[str, dict]:
+        """Every recorded call of a run, in completion order; ``ToolResultLog.completed``."""
+        return self.tool_log.completed(run_id)
 
     # -- with a runtime
     def attach(self, runtime: Any) -> DurableRuns:

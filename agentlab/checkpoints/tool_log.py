@@ -18,14 +18,16 @@ more than the one before (issue 13: 4 ms at 100 results, 68 ms at 3,000), so a
 
 If the backend reports that the log was replaced (cleared, pruned) the index starts again.
 
-``ToolResultLog`` holds the log's public methods (``record_tool_result``, ``get_tool_result``,
-``find_tool_result``, ``completed_tool_calls``); ``CheckpointManager`` inherits them.
+``ToolResultLog`` is the log of every run in one store: the indexes, and the operations
+(``record``, ``get``, ``find``, ``completed``). A ``CheckpointManager`` has one, as
+``.tool_log``, and offers its operations under their chapter-11 names (``record_tool_result``,
+``get_tool_result``, ``find_tool_result``, ``completed_tool_calls``).
 """
 from __future__ import annotations
 
 import json
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, Callable
 
 from ..errors import CheckpointError
 from ..redaction import redact
@@ -148,18 +150,20 @@ class ToolLogIndex:
 
 
 class ToolResultLog:
-    """The durable tool-call log ("no re-execution"): ``CheckpointManager``'s methods for it.
+    """The durable tool-call log ("no re-execution") of the runs in one checkpoint store.
 
-    A mixin: the class using it provides ``backend`` (a ``CheckpointBackend``), ``_logs`` (a
-    dict, run id -> ``ToolLogIndex``, emptied whenever the store forgets tool results) and
-    ``secrets()`` (what to mask)."""
+    Args:
+        backend: the ``CheckpointBackend`` that stores the records.
+        secrets: returns what to mask in arguments and results (the manager's ``secrets``).
+    """
 
-    backend: Any
-    _logs: dict[str, ToolLogIndex]
+    def __init__(self, backend: Any, secrets: Callable[[], tuple[str, ...]] = tuple) -> None:
+        self.backend, self.secrets = backend, secrets
+        self._indexes: dict[str, ToolLogIndex] = {}
 
-    def record_tool_result(self, run_id: str, tool_call_id: str, name: str, result: str,
-                           success: bool, error_code: str | None = None, *,
-                           arguments: dict | None = None, turn: int | None = None) -> bool:
+    def record(self, run_id: str, tool_call_id: str, name: str, result: str, success: bool,
+               error_code: str | None = None, *, arguments: dict | None = None,
+               turn: int | None = None) -> bool:
         """Durably record a finished tool call before the run goes on.
 
         The first record for ``(run_id, tool_call_id)`` wins: that is what the model was shown.
@@ -169,30 +173,37 @@ class ToolResultLog:
         record = new_record(run_id, tool_call_id, name, result, success, error_code, arguments,
                             turn, self.secrets())  # arguments and result redacted alike
         added = self.backend.record_tool_result(record)
-        if added and run_id in self._logs:
-            self._logs[run_id].add(record)
+        if added and run_id in self._indexes:
+            self._indexes[run_id].add(record)
         return added
 
-    def _log(self, run_id: str) -> ToolLogIndex:
-        """This run's tool-result index, caught up with what any process appended since."""
+    def index(self, run_id: str) -> ToolLogIndex:
+        """This run's index, caught up with what any process appended since."""
         run_id = check_run_id(run_id)
-        index = self._logs.get(run_id)
-        if index is None:
-            index = self._logs[run_id] = ToolLogIndex(self.backend, run_id)
-        return index.refresh()
+        found = self._indexes.get(run_id)
+        if found is None:
+            found = self._indexes[run_id] = ToolLogIndex(self.backend, run_id)
+        return found.refresh()
 
-    def get_tool_result(self, run_id: str, tool_call_id: str) -> dict | None:
+    def forget(self, run_id: str | None = None) -> None:
+        """Drop the in-memory index of ``run_id`` (every run's when None): the store changed."""
+        if run_id is None:
+            self._indexes.clear()
+        else:
+            self._indexes.pop(run_id, None)
+
+    def get(self, run_id: str, tool_call_id: str) -> dict | None:
         """The recorded outcome of this call, or None if it never completed."""
-        return self._log(run_id).by_id.get(str(tool_call_id))
+        return self.index(run_id).by_id.get(str(tool_call_id))
 
-    def find_tool_result(self, run_id: str, tool_call_id: str, name: str, arguments: Any,
-                         claimed: set[str]) -> dict | None:
+    def find(self, run_id: str, tool_call_id: str, name: str, arguments: Any,
+             claimed: set[str]) -> dict | None:
         """The record of this call: by id, else a call with the same name and arguments whose id
         is not in ``claimed`` (a model that re-asks under a new id). O(1) per lookup."""
         key = arguments_key(str(name), None if arguments is None else
                             redact(to_plain(arguments, "arguments", False), self.secrets()))
-        return self._log(run_id).find(str(tool_call_id), str(name), key, claimed)
+        return self.index(run_id).find(str(tool_call_id), str(name), key, claimed)
 
-    def completed_tool_calls(self, run_id: str) -> dict[str, dict]:
+    def completed(self, run_id: str) -> dict[str, dict]:
         """Every recorded call of a run: ``{tool_call_id: record}`` in completion order."""
-        return dict(self._log(run_id).by_id)
+        return dict(self.index(run_id).by_id)

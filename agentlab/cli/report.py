@@ -1,4 +1,8 @@
-"""``agentlab report DIR``: a markdown report (tables and PNG plots) of a saved sweep."""
+"""``agentlab report DIR``: a markdown report (tables and PNG plots) of a saved sweep.
+
+A sweep that did not complete (interrupted, killed, still running) gets a partial report, marked
+as such at its top and on the command line.
+"""
 from __future__ import annotations
 
 import argparse
@@ -6,6 +10,7 @@ import sys
 
 from ..errors import AgentError
 from ..experiments.report import write_report
+from ..experiments.store import SweepStore
 
 __all__ = ["add_parser"]
 
@@ -24,5 +29,7 @@ def run(args: argparse.Namespace) -> int:
     except AgentError as exc:
         print(f"agentlab report: {exc}", file=sys.stderr)
         return 2
-    print(f"wrote {path}")
+    status = (SweepStore(args.dir).manifest() or {}).get("status")
+    print(f"wrote {path}" + ("" if status == "complete" else
+                             f" (a partial report: the sweep is {status})"))
     return 0

@@ -1,11 +1,13 @@
 """``agentlab sweep SPEC.toml``: run an experiment (chapter 14) and save its tables.
 
-    agentlab sweep examples/sweeps/timeouts.toml --workers 2 --out sweeps/timeouts
+    agentlab sweep data/sweeps/timeouts.toml --workers 2 --out sweeps/timeouts
     agentlab sweep SPEC.toml --dry-run        # the plan and the cost estimate, nothing runs
 
 Cells already finished in the output directory are not run again (an interrupted sweep
-resumes). The output directory is ``--out``, else the spec's ``[run] out``, else
-``sweeps/<name>`` (relative to the current directory).
+resumes); cells that raised run again (``--no-retry-errors`` keeps their errors). Finished
+cells made by other code (another agentlab version, git commit, uncommitted changes or
+scenario source) are refused unless ``--force``. The output directory is ``--out``, else the
+spec's ``[run] out``, else ``sweeps/<name>`` (relative to the current directory).
 """
 from __future__ import annotations
 
@@ -14,15 +16,15 @@ import sys
 from pathlib import Path
 
 from ..errors import AgentError
-from ..experiments import Experiment
-from ..experiments.store import SweepStore
+from ..experiments import Experiment, get_scenario
+from ..experiments.store import SweepStore, check_identity, code_identity
 
 __all__ = ["add_parser", "output_dir"]
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("sweep", help="run an experiment spec: a grid of settings x seeds x tasks")
-    p.add_argument("spec", help="the experiment, a TOML file (see examples/sweeps/)")
+    p.add_argument("spec", help="the experiment, a TOML file (see data/sweeps/)")
     p.add_argument("--workers", type=int, default=None,
                    help="processes in the pool (default: [run] workers, else the CPU count; "
                         "1 runs in this process)")
@@ -35,7 +37,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--cost-cap", type=float, default=None, dest="cost_cap_usd",
                    help="hard cap on the sweep's spend in USD")
     p.add_argument("--force", action="store_true", help="reuse an output directory that "
-                   "holds another experiment")
+                   "holds another experiment, or cells made by other code")
+    p.add_argument("--retry-errors", action=argparse.BooleanOptionalAction, default=True,
+                   help="run the cells that raised on an earlier run again (default: yes)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=run)
 
@@ -54,11 +58,16 @@ def run(args: argparse.Namespace) -> int:
         if args.dry_run:
             store = SweepStore(out)
             store.check_compatible(exp.spec_hash, args.force)
-            print(exp.plan(store.records(), cap))
+            records = {k: r for k, r in store.records().items()
+                       if not (args.retry_errors and r.get("status") == "error")}
+            check_identity(records, code_identity(
+                {t.scenario: get_scenario(t.scenario) for t in exp.tasks}), args.force, out)
+            print(exp.plan(records, cap))
             print(f"output: {out}")
             return 0
         results = exp.run(workers=args.workers, fleet=args.fleet, out=out,
-                          progress=not args.no_progress, force=args.force, cost_cap_usd=cap)
+                          progress=not args.no_progress, force=args.force, cost_cap_usd=cap,
+                          retry_errors=args.retry_errors)
     except AgentError as exc:
         print(f"agentlab sweep: {exc}", file=sys.stderr)
         return 2

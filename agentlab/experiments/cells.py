@@ -5,6 +5,9 @@ A ``Cell`` is plain data (settings, seed, task), so it crosses a process boundar
 (``run_cell``). Its ``cell_id`` is a hash of what it runs, so a resumed sweep recognises the
 cells it has already finished, and adding seeds to a spec reuses the old cells.
 
+``watch_parent`` is the pool workers' initializer: a worker exits when the sweep that started
+it dies, even by ``kill -9``.
+
 ``run_cell`` never raises for a failing scenario: the cell comes back with
 ``status="error"`` and the traceback, like a run that ends in ``RunState.ERROR``.
 Taught in ``notebooks/14_experiments.ipynb``.
@@ -15,6 +18,7 @@ import hashlib
 import importlib
 import json
 import os
+import threading
 import time
 import traceback
 from dataclasses import asdict, dataclass, field
@@ -24,7 +28,7 @@ from .ratelimit import RateLimiter
 from .rows import CellOutput
 from .scenarios import SCENARIOS, Scenario
 
-__all__ = ["Cell", "run_cell", "get_scenario", "cell_id"]
+__all__ = ["Cell", "run_cell", "get_scenario", "cell_id", "watch_parent"]
 
 
 def cell_id(settings: dict, seed: int, task: dict) -> str:
@@ -118,3 +122,18 @@ def run_cell(cell: Cell) -> dict:
     return {"cell_id": cell.cell_id, "index": cell.index, "status": status,
             "run": {**out.run, "wall_s": wall}, "tool_calls": out.tool_calls, "error": error,
             "pid": os.getpid(), "started_at": started, "ended_at": time.time(), "wall_s": wall}
+
+
+def watch_parent(parent_pid: int, interval_s: float = 0.2) -> None:
+    """Pool initializer: end this worker process soon after ``parent_pid`` dies.
+
+    A killed parent (``kill -9``) cannot shut its pool down, and each worker holds the write
+    end of the pool's queue, so none ever sees end-of-file: without this they wait forever.
+    A daemon thread polls ``os.getppid()``, which changes when the parent dies (POSIX).
+    """
+    def watch() -> None:
+        while os.getppid() == parent_pid:
+            time.sleep(interval_s)
+        os._exit(1)  # no cleanup to do: the parent that would read our results is gone
+
+    threading.Thread(target=watch, name="agentlab-parent-watch", daemon=True).start()

@@ -24,12 +24,16 @@ from ..viz.experiments import plot_latency_ecdf, plot_paired_comparison, plot_pe
 from .results import Results, comparison_metrics
 from .stats import FewSamplesWarning, holm
 
-__all__ = ["write_report", "markdown_table", "HEADLINE_METRICS"]
+__all__ = ["write_report", "markdown_table", "HEADLINE_METRICS", "DEFAULT_COMPARISONS"]
 
 #: Run metrics the report summarises when the sweep has them.
-HEADLINE_METRICS = ("success", "total_tokens", "cost_usd", "wasted_s", "false_kills",
-                    "tool_timeouts", "llm_retries", "compressions", "sim_makespan_ms",
-                    "makespan_ms")
+HEADLINE_METRICS = ("success", "total_tokens", "cost_usd", "sim_wasted_s", "sim_false_kills",
+                    "wasted_s", "false_kills", "tool_timeouts", "llm_retries", "compressions",
+                    "sim_makespan_ms", "makespan_ms")
+#: What the report compares when the spec has no ``[[compare]]`` (exploratory), kept to those
+#: of ``results.comparison_metrics`` (the same at any machine load).
+DEFAULT_COMPARISONS = ("success", "total_tokens", "sim_wasted_s", "sim_false_kills",
+                       "sim_makespan_ms")
 
 
 def _fmt(v: Any) -> str:
@@ -93,14 +97,19 @@ def _summary_section(results: Results) -> tuple[list[str], list[str]]:
 def _percentile_section(results: Results, plots: Path) -> list[str]:
     if results.tool_calls.empty:
         return []
+    calls = results.tool_calls
+    metric = ("sim_duration_ms" if "sim_duration_ms" in calls.columns
+              and calls["sim_duration_ms"].notna().any() else "duration_ms")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", FewSamplesWarning)
-        table = results.percentiles()
-    plot_percentile_bars(table).savefig(plots / "percentiles.png", dpi=110)
+        table = results.percentiles(metric)
+    plot_percentile_bars(table, metric=metric).savefig(plots / "percentiles.png", dpi=110)
     rows = [{**r, "low": _end(r["low"]), "high": _end(r["high"])}
             for r in table.to_dict("records")]
     lines = ["## Tool latency percentiles", "",
-             "Durations in ms on the simulated clock, exact 95 % intervals (order statistics, "
+             f"`{metric}` in ms (`sim_duration_ms`: each call's true duration replayed against "
+             "its timeout, the same at any machine load; `duration_ms`: read off the clock), "
+             "exact 95 % intervals (order statistics, "
              "distribution-free). `+inf`: the calls cannot bound the percentile from above "
              "(fewer than `min_n`, the calls such an interval needs, or the end falls among "
              "timed-out calls); `few_samples`: n < `min_n`; `censored`: the percentile falls "
@@ -123,9 +132,9 @@ def _comparisons(results: Results) -> tuple[list[dict], bool]:
     spec = (results.manifest.get("experiment") or {}).get("compare") or []
     if spec:
         return list(spec), True
-    configs = results.configs
+    configs, usable = results.configs, set(comparison_metrics(results))
     return [{"metric": m, "a": configs[0], "b": b} for b in configs[1:]
-            for m in comparison_metrics(results)], False
+            for m in DEFAULT_COMPARISONS if m in usable], False
 
 
 def _compare_section(results: Results, plots: Path) -> list[str]:
@@ -181,16 +190,32 @@ def write_report(directory: str | Path, out: str | Path | None = None) -> Path:
     plots.mkdir(parents=True, exist_ok=True)
     versions = m.get("versions") or {}
     sessions = m.get("sessions") or []
-    lines = [f"# Sweep report: {m.get('name', src.name)}", "",
-             f"- status: {m.get('status')}; {m.get('cells')} cells; counts {m.get('counts')}",
-             f"- started {m.get('started_at')}, ended {m.get('ended_at')}; executor "
-             f"{m.get('executor')} with {m.get('workers')} worker(s)",
-             f"- throughput: {m.get('runs_per_s')} runs/s (last session); sessions: "
-             + "; ".join(f"{s.get('ran')} ran, {s.get('reused')} reused ({s.get('status')})"
-                         for s in sessions),
-             f"- seeds: {m.get('seeds')}; spec hash {m.get('spec_hash')}",
-             f"- cost: {m.get('cost')}",
-             "- versions: " + ", ".join(f"{k} {v}" for k, v in versions.items() if v), ""]
+    lines = [f"# Sweep report: {m.get('name', src.name)}", ""]
+    if results.partial:
+        ran = int((results.runs["status"] != "not_run").sum()) if len(results.runs) else 0
+        lines += [f"> **Partial report**: the sweep is {m.get('status')} (interrupted, killed, "
+                  f"or still running); {ran} of {m.get('cells')} cells are in its journal. "
+                  "Run the same sweep again to finish it, then report again.", ""]
+    load = m.get("load") or {}
+    lines += [f"- status: {m.get('status')}; {m.get('cells')} cells; counts {m.get('counts')}",
+              f"- started {m.get('started_at')}, ended {m.get('ended_at')}; executor "
+              f"{m.get('executor')} with {m.get('workers')} worker(s)",
+              f"- throughput: {m.get('runs_per_s')} runs/s (last session); sessions: "
+              + "; ".join(f"{s.get('ran')} ran, {s.get('reused')} reused ({s.get('status')})"
+                          for s in sessions),
+              f"- seeds: {m.get('seeds')}; spec hash {m.get('spec_hash')}",
+              f"- cost: {m.get('cost')}",
+              "- machine load (start, end of the last session): " + ", ".join(
+                  f"load average {(x or {}).get('loadavg')}, 1 ms sleeps "
+                  f"{(x or {}).get('sleep_overshoot_ms_median')} ms late (median)"
+                  for x in (load.get("start"), load.get("end")) if x),
+              "- versions: " + ", ".join(f"{k} {v}" for k, v in versions.items() if v),
+              "- code (last session): " + "; ".join(
+                  f"{name}: git {str(c.get('git_commit') or 'unknown')[:12]}"
+                  + (" with uncommitted changes" if c.get("git_dirty") else "")
+                  + f", scenario source {c.get('scenario_hash')}"
+                  for name, c in ((sessions[-1] if sessions else {}).get("code") or {}).items()),
+              ""]
     summary, _ = _summary_section(results)
     lines += summary + _percentile_section(results, plots) + _compare_section(results, plots)
     target.write_text("\n".join(lines) + "\n", encoding="utf-8")

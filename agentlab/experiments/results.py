@@ -3,19 +3,27 @@
 ``Results.runs``: one row per cell: ``cell_id``, ``config``, one column per grid setting,
 ``task``, ``scenario``, ``seed``, ``status`` (``ok``, ``error``, ``skipped_cost_cap``), the
 run's ``state`` and ``stopped_reason``, ``success``, ``turns``, tokens, ``cost_usd``,
-tool-call counts (``tool_timeouts``, ``false_kills``, ``wasted_s``), ``llm_retries``,
+tool-call counts (``tool_timeouts``, ``false_kills``, ``wasted_s``; ``sim_timeouts``,
+``sim_false_kills``, ``sim_wasted_s``), ``llm_retries``,
 ``compressions``, ``errors`` and one ``err_<code>`` column per error code, scenario metrics
 (e.g. ``makespan_ms``) and ``wall_s``.
 ``Results.tool_calls``: one row per tool call: the cell's keys, ``turn``, ``tool``,
 ``outcome`` (``ok`` or the error code), ``duration_ms``, ``timeout_s`` (the one enforced),
-``true_ms`` (the drawn latency when the scenario knows it), ``false_kill``, ``wasted_ms``.
-Durations are on the simulated clock (``agentlab.experiments.rows``).
+``true_ms`` (the drawn latency when the scenario knows it), ``false_kill``, ``wasted_ms``,
+and their replayed ``sim_*`` twins. Durations are in simulated ms
+(``agentlab.experiments.rows``).
 
 Rows are sorted in cell order, never in finishing order, so the same spec and seeds give the
-same tables; ``MEASURED`` lists the columns that are measurements of time and so differ
-between two runs of the same sweep (with the adaptive policy, learned timeouts derive from
-measured durations too, and a call that ends within scheduling noise of its timeout can go
-either way).
+same tables, at any machine load, outside two lists of columns:
+
+- ``MEASURED``: read off the clock (wall time, measured durations, time spent on killed
+  calls, a DAG's measured makespan); they differ between two runs of the same sweep.
+- ``LOAD_SENSITIVE``: ``clock_overrides`` / ``clock_override``, calls whose outcome the
+  real-clock backstop decided instead of the simulated clock; 0 unless the machine stalled
+  for seconds. Every other column is computed from simulated quantities (the ``sim_*``
+  columns replay each call's true duration against the timeout in force).
+
+``comparison_metrics(results)`` names the columns a default comparison may use.
 
 ``save(dir)`` writes ``runs.parquet``, ``tool_calls.parquet``, the same as CSV, and
 ``manifest.json``; ``Results.load(dir)`` reads them back (or rebuilds the tables from the
@@ -33,15 +41,42 @@ from .cells import Cell
 from .stats import PairedDifference, mean_interval, paired_difference, percentile_table
 from .store import MANIFEST, SweepStore, replace_file
 
-__all__ = ["Results", "MEASURED", "build_tables", "comparison_metrics"]
+__all__ = ["Results", "MEASURED", "LOAD_SENSITIVE", "build_tables", "comparison_metrics"]
 
 #: Columns that measure elapsed time: they differ between two runs of the same sweep.
 MEASURED = {"runs": ("wall_s", "wasted_s", "makespan_ms", "makespan_ratio"),
             "tool_calls": ("duration_ms", "wasted_ms")}
-#: Run metrics the report compares between configurations when the spec names none.
-COMPARISON_METRICS = ("success", "total_tokens", "wasted_s", "false_kills", "sim_makespan_ms")
+#: Columns that machine load can change although they are not clock readings (see above).
+LOAD_SENSITIVE = {"runs": ("clock_overrides",), "tool_calls": ("clock_override",)}
 _KEYS = ("cell_id", "index", "config")
 _TAIL = ("task", "scenario", "seed", "status")
+_NOT_METRICS = {*_KEYS, *_TAIL, "state", "stopped_reason", "turn", "call_id", "tool",
+                "outcome"}
+
+
+def comparison_metrics(source: Any, table: str = "runs") -> list[str]:
+    """The columns of ``table`` that default comparisons may use, in table order.
+
+    A metric qualifies when it is numeric (or 0/1), has a value somewhere, and is neither a
+    key, a grid setting, ``MEASURED`` nor ``LOAD_SENSITIVE``: so two runs of the same sweep
+    give it the same values at any load, and a difference in it is the configurations', not
+    the machine's.
+
+    Args:
+        source: a ``Results`` (its grid settings are known from the manifest), or a
+            DataFrame of that table (then only the standard key columns are left out).
+        table: ``"runs"`` or ``"tool_calls"``.
+    """
+    if table not in MEASURED:
+        raise ConfigError("invalid_argument", f"table must be 'runs' or 'tool_calls', got "
+                          f"{table!r}")
+    df, grid = source, set()
+    if isinstance(source, Results):
+        df = getattr(source, table)
+        grid = {k for c in source.manifest.get("configs") or [] for k in c.get("grid") or {}}
+    skip = _NOT_METRICS | grid | set(MEASURED[table]) | set(LOAD_SENSITIVE[table])
+    return [c for c in df.columns if c not in skip and df[c].notna().any()
+            and (df[c].dtype == bool or getattr(df[c].dtype, "kind", "O") in "iuf")]
 
 
 def _rows(cells: Sequence[Any], records: dict[str, dict]) -> tuple[list[dict], list[dict]]:
@@ -94,6 +129,11 @@ class Results:
                 f"configs={self.configs}, status={status})")
 
     @property
+    def partial(self) -> bool:
+        """True when the sweep did not complete: interrupted, killed, or still running."""
+        return self.manifest.get("status", "complete") != "complete"
+
+    @property
     def configs(self) -> list[str]:
         """Configuration labels in grid order."""
         return list(dict.fromkeys(self.runs["config"])) if len(self.runs) else []
@@ -105,17 +145,22 @@ class Results:
     # -- statistics ---------------------------------------------------------------------------
     def percentiles(self, metric: str = "duration_ms", by: Sequence[str] = ("config", "tool"),
                     q: Sequence[float] = (50, 95, 99), *, confidence: float = 0.95,
-                    seed: int = 0, where: Any = None) -> Any:
+                    seed: int = 0, where: Any = None, censored_by: str | None = None) -> Any:
         """Percentiles of ``metric`` per group with exact intervals and sample flags.
 
         ``metric`` is a column of ``tool_calls`` (default) or of ``runs`` (e.g. ``"wall_s"``
         with ``by=("config",)``); ``where`` is an optional boolean mask of that table.
         Warns ``FewSamplesWarning`` when a group has fewer than ``min_samples(q)`` values.
+        ``censored_by``: the column flagging lower bounds (default ``sim_timed_out`` for a
+        ``sim_*`` metric, else ``timed_out``).
         """
         table = self.tool_calls if metric in self.tool_calls.columns else self.ok()
         if where is not None:
             table = table[where]
-        return percentile_table(table, metric, list(by), q, confidence=confidence, seed=seed)
+        if censored_by is None:  # a killed call is a lower bound, on its own clock
+            censored_by = "sim_timed_out" if metric.startswith("sim_") else "timed_out"
+        return percentile_table(table, metric, list(by), q, confidence=confidence, seed=seed,
+                                censored_by=censored_by)
 
     def summary(self, metrics: Sequence[str] = ("success", "total_tokens", "cost_usd"), *,
                 by: Sequence[str] = ("config",), confidence: float = 0.95,
@@ -140,17 +185,20 @@ class Results:
                 warn: bool = True) -> PairedDifference:
         """Paired difference ``b - a`` of a run metric, matching runs on ``on`` (same seeds).
 
-        ``a`` and ``b`` are configuration labels (``results.configs``); fewer than
-        ``stats.FEW_PAIRS`` pairs warn ``FewSamplesWarning`` unless ``warn=False``.
+        ``a`` and ``b`` are configuration labels (``results.configs``). A ``partial`` sweep
+        may not have run a configuration or a metric yet: that gives 0 pairs, not an error.
+        Fewer than ``stats.FEW_PAIRS`` pairs warn ``FewSamplesWarning`` unless ``warn=False``.
         """
         runs = self.ok()
         for label in (a, b):
-            if label not in self.configs:
+            if label not in self.configs and not self.partial:
                 raise ConfigError("invalid_argument", f"no configuration {label!r}; this sweep "
                                   f"has {self.configs}")
-        if metric not in runs.columns:
+        if metric not in runs.columns and not self.partial:
             raise ConfigError("invalid_argument", f"no run metric {metric!r}; columns: "
                               f"{', '.join(runs.columns)}")
+        if metric not in runs.columns or runs.empty:
+            return paired_difference([], [], stat=stat, metric=metric, labels=(a, b))
         wide = runs.pivot_table(index=list(on), columns="config", values=metric,
                                 aggfunc="first")
         if a not in wide.columns or b not in wide.columns:
@@ -166,14 +214,16 @@ class Results:
         out = Path(directory)
         out.mkdir(parents=True, exist_ok=True)
         for name, df in (("runs", self.runs), ("tool_calls", self.tool_calls)):
-            replace_file(out / f"{name}.parquet", lambda p, df=df: df.to_parquet(p, index=False))
-            replace_file(out / f"{name}.csv", lambda p, df=df: df.to_csv(p, index=False))
+            replace_file(out / f"{name}.parquet", lambda f, df=df: df.to_parquet(f, index=False))
+            replace_file(out / f"{name}.csv", lambda f, df=df: df.to_csv(f, index=False))
         SweepStore(out).write_manifest(_plain(self.manifest))
         return out
 
     @classmethod
     def load(cls, directory: str | Path) -> "Results":
-        """Read a saved sweep; an interrupted one is rebuilt from its journal and manifest."""
+        """Read a saved sweep; one that did not complete (interrupted, killed with ``kill -9``,
+        still running) is rebuilt from its journal, whatever tables an earlier session left:
+        ``partial`` is then True and the manifest's ``cells`` says how many it has in all."""
         import pandas as pd  # lazy: heavy
 
         src = Path(directory)
@@ -182,21 +232,24 @@ class Results:
         if manifest is None:
             raise ConfigError("not_a_sweep", f"{src} has no {MANIFEST}: not a sweep directory "
                               "(run `agentlab sweep SPEC.toml --out DIR` first)")
-        if (src / "runs.parquet").exists():
+        if manifest.get("status") == "complete" and (src / "runs.parquet").exists():
             runs = pd.read_parquet(src / "runs.parquet")
             calls = (pd.read_parquet(src / "tool_calls.parquet")
                      if (src / "tool_calls.parquet").exists() else pd.DataFrame())
             return cls(runs, calls, manifest)
-        records = store.records()  # interrupted: each journal record carries its cell
-        cells = sorted((Cell(**r["cell"]) for r in records.values()), key=lambda c: c.index)
+        records = store.records()  # not complete: each journal record carries its cell
+        cells = _planned_cells(manifest) or sorted(
+            (Cell(**r["cell"]) for r in records.values()), key=lambda c: c.index)
         return cls(*build_tables(cells, records), manifest)
 
 
-def comparison_metrics(results: Results) -> list[str]:
-    """The run metrics a report compares by default: those of ``COMPARISON_METRICS`` the sweep
-    has (the one list to change when the comparable metrics change)."""
-    runs = results.ok()
-    return [m for m in COMPARISON_METRICS if m in runs.columns and runs[m].notna().any()]
+def _planned_cells(manifest: dict) -> list[Cell]:
+    """Every cell of the sweep, from the manifest's ``plan`` (cells not in the journal yet
+    become ``not_run`` rows, so every configuration has its rows in a partial table)."""
+    grids = {c["config"]: c.get("grid") or {} for c in manifest.get("configs") or []}
+    return [Cell(cid, index, config, grids.get(config, {}), {"name": task, "scenario": scenario},
+                 seed, {}) for cid, index, config, task, scenario, seed in manifest.get("plan")
+            or []]
 
 
 def _plain(value: Any) -> Any:

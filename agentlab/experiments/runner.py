@@ -12,6 +12,12 @@ Cells go to a *cell executor*, anything with ``submit(cell) -> Future`` and
 
 The loop keeps at most ``2 x workers`` cells in flight and journals each cell the moment it
 comes back (``agentlab.experiments.store``), so an interrupted sweep resumes where it stopped.
+**Resume you can trust:** a cell that raised (``status="error"``) runs again on the next call
+(``retry_errors=True``, the default: the bug may be fixed); each record carries the code
+identity (``store.code_identity``), and finished cells made by other code are refused
+(``code_changed``) unless ``force``. Pool workers watch their parent and exit when it dies,
+so a sweep killed with ``kill -9`` leaves no orphans (POSIX: a worker sees its parent pid
+change). The manifest records the machine's load at the start and end of each session.
 **Cost cap:** before a cell starts, its worst case is reserved; a cell that does not fit next
 to the spend so far and the reservations of the running cells waits for them, and once
 nothing is running and it still does not fit, it and every cell after it are marked
@@ -30,10 +36,11 @@ from importlib.metadata import entry_points
 from typing import Any, Callable, Protocol
 
 from ..errors import AgentError, ConfigError
-from .cells import Cell, get_scenario, run_cell
+from .cells import Cell, get_scenario, run_cell, watch_parent
 from .pricing import require_prices
-from .results import MEASURED, Results, build_tables
-from .store import SweepStore, now_iso, package_versions
+from .results import LOAD_SENSITIVE, MEASURED, Results, build_tables
+from .store import (SweepStore, check_identity, code_identity, machine_load, now_iso,
+                    package_versions)
 
 __all__ = ["CellExecutor", "InProcessCells", "ProcessPoolCells", "register_fleet",
            "fleet_executor", "run"]
@@ -65,14 +72,15 @@ class InProcessCells:
 
 
 class ProcessPoolCells:
-    """A spawn-started process pool of ``workers`` processes."""
+    """A spawn-started process pool of ``workers`` processes that die with their parent."""
 
     kind = "process_pool"
 
     def __init__(self, workers: int) -> None:
         self.workers = int(workers)
         self._pool = ProcessPoolExecutor(self.workers,
-                                         mp_context=multiprocessing.get_context("spawn"))
+                                         mp_context=multiprocessing.get_context("spawn"),
+                                         initializer=watch_parent, initargs=(os.getpid(),))
 
     def submit(self, cell: Cell) -> Future:
         return self._pool.submit(run_cell, cell)
@@ -139,8 +147,8 @@ class _CallbackBar:
 def run(experiment: Any, *, workers: int | None = None, fleet: Any = False,
         executor: CellExecutor | None = None, out: str | os.PathLike | None = None,
         progress: Any = True, force: bool = False, cost_cap_usd: float | None = None,
-        requests_per_minute: float | None = None,
-        tokens_per_minute: float | None = None) -> Results:
+        requests_per_minute: float | None = None, tokens_per_minute: float | None = None,
+        retry_errors: bool = True) -> Results:
     """Run every cell of ``experiment`` not yet finished in ``out``; return ``Results``.
 
     Args:
@@ -149,10 +157,13 @@ def run(experiment: Any, *, workers: int | None = None, fleet: Any = False,
         executor: any ``CellExecutor`` (overrides ``workers`` and ``fleet``).
         out: directory for the journal, tables and manifest (needed to resume).
         progress: True (a tqdm bar), False, or ``fn(done, total)``.
-        force: reuse ``out`` although it holds another experiment.
+        force: reuse ``out`` although it holds another experiment, or cells made by other
+            code (see the module docstring).
         cost_cap_usd: hard cap on the sweep's total spend (see the module docstring).
         requests_per_minute, tokens_per_minute: client-side limits for the whole sweep,
             split evenly across the workers.
+        retry_errors: run the cells journaled with ``status="error"`` again (default); False
+            keeps their error records.
     """
     opts = experiment.run_options
     cap = cost_cap_usd if cost_cap_usd is not None else opts.get("cost_cap_usd")
@@ -163,7 +174,7 @@ def run(experiment: Any, *, workers: int | None = None, fleet: Any = False,
         raise ConfigError("invalid_argument", f"workers must be >= 1, got {workers}")
     executor = executor or _choose_executor(fleet or opts.get("fleet", False), workers)
     try:
-        return _run(experiment, executor, out, progress, force, cap, rpm, tpm)
+        return _run(experiment, executor, out, progress, force, cap, rpm, tpm, retry_errors)
     finally:
         executor.shutdown(cancel=True)
 
@@ -175,20 +186,28 @@ def _choose_executor(fleet: Any, workers: int) -> CellExecutor:
 
 
 def _run(experiment: Any, executor: CellExecutor, out: Any, progress: Any, force: bool,
-         cap: float | None, rpm: float | None, tpm: float | None) -> Results:
+         cap: float | None, rpm: float | None, tpm: float | None, retry: bool) -> Results:
     n = max(1, int(getattr(executor, "workers", 1)))
     limits = {k: v / n for k, v in (("requests_per_minute", rpm), ("tokens_per_minute", tpm)) if v}
     cells = experiment.cells(cost_cap_usd=cap, limits=limits)
     if cap is not None:
         for model in {c.settings["model"] for c in cells if "model" in c.settings}:
             require_prices(model)
-    store = SweepStore(out) if out is not None else None
+    identities = code_identity({t.scenario: get_scenario(t.scenario) for t in experiment.tasks})
+    store = SweepStore(out, code=identities) if out is not None else None
     done: dict[str, dict] = {}
+    retried = other_code = 0
     if store is not None:
         store.check_compatible(experiment.spec_hash, force)
         ids = {c.cell_id for c in cells}
         done = {k: r for k, r in store.records().items() if k in ids}
+        if retry:  # a cell that raised runs again: its bug may have been fixed since
+            retried = sum(r.get("status") == "error" for r in done.values())
+            done = {k: r for k, r in done.items() if r.get("status") != "error"}
+        other_code = check_identity(done, identities, force, store.dir)
     manifest = _manifest(experiment, cells, store, executor, cap, done)
+    manifest["session"] = {"retried": retried, "reused_other_code": other_code,
+                           "code": identities}
     reused, t0 = len(done), time.perf_counter()
     if store is not None:
         store.write_manifest(manifest)
@@ -279,18 +298,23 @@ def _manifest(experiment: Any, cells: list[Cell], store: SweepStore | None,
             "tasks": [{"name": t.name, "scenario": t.scenario,
                        "settings": experiment.settings_for(t, {})} for t in experiment.tasks],
             "uses_llm": {t.scenario: get_scenario(t.scenario).uses_llm for t in experiment.tasks},
-            "cells": len(cells), "executor": getattr(executor, "kind", type(executor).__name__),
+            "cells": len(cells),
+            "plan": [[c.cell_id, c.index, c.config, c.task["name"], c.task["scenario"], c.seed]
+                     for c in cells],
+            "executor": getattr(executor, "kind", type(executor).__name__),
             "workers": int(getattr(executor, "workers", 1)), "versions": package_versions(),
             "started_at": now_iso(), "ended_at": None, "status": "running",
             "cost": {"cap_usd": cap, "worst_case_usd": estimate.worst_case_usd,
                      "spent_usd": estimate.spent_usd},
             "measured_columns": {k: list(v) for k, v in MEASURED.items()},
-            "sessions": sessions}
+            "load_sensitive_columns": {k: list(v) for k, v in LOAD_SENSITIVE.items()},
+            "load": {"start": machine_load(), "end": None}, "sessions": sessions}
 
 
 def _finish(manifest: dict, done: dict, reused: int, t0: float) -> dict:
     """Counts, spend, throughput and this session's entry, for the final manifest."""
     elapsed = time.perf_counter() - t0
+    manifest["load"]["end"] = machine_load()
     counts: dict[str, int] = {}
     for r in done.values():
         counts[r["status"]] = counts.get(r["status"], 0) + 1
@@ -301,6 +325,7 @@ def _finish(manifest: dict, done: dict, reused: int, t0: float) -> dict:
     manifest["sessions"] = manifest["sessions"] + [{
         "started_at": manifest["started_at"], "ended_at": manifest["ended_at"],
         "status": manifest["status"], "reused": reused, "ran": ran,
+        **manifest.pop("session", {}), "load": dict(manifest["load"]),
         "elapsed_s": round(elapsed, 3),
         "runs_per_s": round(ran / elapsed, 3) if elapsed > 0 else None}]
     manifest["runs_per_s"] = manifest["sessions"][-1]["runs_per_s"]

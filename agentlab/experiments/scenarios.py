@@ -5,8 +5,11 @@ process, so it builds everything there from plain data, with the package's publi
 
 - ``tools`` (chapters 03, 06, 09): an ``AgentRuntime`` on the simulator whose scripted model
   calls every tool of a latency workload once per turn, for ``turns`` turns; the tools really
-  sleep (scaled by ``time_scale``) and the ``ToolExecutor`` enforces a fixed timeout or the one
-  an ``AdaptiveTimeoutManager`` learned from ``warmup_calls`` earlier calls of the same tools.
+  sleep (scaled by ``time_scale``) under a fixed timeout or the one an
+  ``AdaptiveTimeoutManager`` learned from ``warmup_calls`` earlier calls of the same tools.
+  Which calls the timeout kills is decided on the simulated clock (``SimulatedTimeouts``), so
+  every column outside ``results.MEASURED`` is the same at any machine load; the
+  ``ToolExecutor``'s real-clock timeout is a backstop far above it.
 - ``research`` (chapters 04, 08): the article's research agent (``Researcher`` policy, the
   offline corpus) under a ``MessageManager`` with a small ``context_tokens`` budget; the
   simulator garbles some tool arguments (``malformed_arguments``), so seeds differ. Success:
@@ -40,7 +43,7 @@ from ..timeouts import AdaptiveTimeoutManager
 from ..tools import ToolRegistry
 from .ratelimit import LimitedLLM, RateLimiter
 from .rows import CellOutput, TimeoutProbe, agent_run_row, tool_call_rows
-from .workloads import KeyedTool, random_dag, workload_models
+from .workloads import KeyedTool, SimulatedTimeouts, random_dag, workload_models
 
 __all__ = ["Scenario", "SCENARIOS", "register_scenario", "build_llm", "agent_config"]
 
@@ -118,16 +121,18 @@ def _messages(s: dict, system_prompt: str, llm: Any) -> MessageManager:
 
 
 def _run_agent(s: dict, llm: Any, simulator: Any, registry: ToolRegistry, executor: Any,
-               probe: TimeoutProbe, config: RuntimeConfig, system_prompt: str, prompt: str,
-               time_scale: float, true_ms: Callable | None = None,
-               success: Callable[[Any], bool] | None = None) -> CellOutput:
+               probe: TimeoutProbe | None, config: RuntimeConfig, system_prompt: str,
+               prompt: str, time_scale: float, true_ms: Callable | None = None,
+               success: Callable[[Any], bool] | None = None,
+               decision: Callable | None = None) -> CellOutput:
     messages = _messages(s, system_prompt, llm)
     runtime = AgentRuntime(llm, registry, system_prompt, config, messages=messages,
                            executor=executor)
-    runtime.on("tool_start", probe.on_tool_start)
+    if probe is not None:
+        runtime.on("tool_start", probe.on_tool_start)
     result = runtime.run(prompt)
     rows = tool_call_rows(result.tool_calls_made, time_scale=time_scale, probe=probe,
-                          true_ms=true_ms)
+                          true_ms=true_ms, decision=decision)
     requests = simulator.requests if s["endpoint"] == "sim" else None
     run = agent_run_row(result, model=s["model"], tool_rows=rows, requests=requests,
                         success=success(result) if success else None,
@@ -136,7 +141,7 @@ def _run_agent(s: dict, llm: Any, simulator: Any, registry: ToolRegistry, execut
 
 
 # -- tools: timeouts under a latency workload ------------------------------------------------
-_TOOLS = {**_LLM, "workload": "heavy_tail", "turns": 6, "time_scale": 0.01, "hang_s": 240.0,
+_TOOLS = {**_LLM, "workload": "heavy_tail", "turns": 6, "time_scale": 0.01,
           "timeouts": "adaptive", "fixed_timeout_s": 30.0, "initial_timeout_s": 30.0,
           "multiplier": 1.5, "min_timeout_s": 1.0, "max_timeout_s": 120.0,
           "timeout_rule": "censoring_aware", "warmup_calls": 100, "parallel_tool_calls": True,
@@ -144,42 +149,57 @@ _TOOLS = {**_LLM, "workload": "heavy_tail", "turns": 6, "time_scale": 0.01, "han
 _WARMUP_SEED = 1_000_003  # warm-up draws come from other seeds than the measured calls
 
 
+def _timeout_policy(s: dict, seed: int) -> Any:
+    """The policy in simulated seconds: a fixed limit, or a manager warmed up on earlier traffic."""
+    if s["timeouts"] == "fixed":
+        return float(s["fixed_timeout_s"])
+    if s["timeouts"] != "adaptive":
+        raise ConfigError("invalid_spec", f"timeouts must be 'fixed' or 'adaptive', got "
+                          f"{s['timeouts']!r}")
+    manager = AdaptiveTimeoutManager(
+        initial_timeout=s["initial_timeout_s"], multiplier=s["multiplier"],
+        min_timeout=s["min_timeout_s"], max_timeout=s["max_timeout_s"], rule=s["timeout_rule"])
+    warm = workload_models(s["workload"], seed + _WARMUP_SEED, warmup=True)
+    for name, model in warm.items():  # what the manager learned from earlier traffic
+        replay(manager, model.samples(int(s["warmup_calls"])), name)
+    return manager
+
+
 def tools_scenario(s: dict, seed: int, task: dict, *, limiter: RateLimiter | None = None,
                    budget_usd: float | None = None) -> CellOutput:
     scale = float(s["time_scale"])
-    tools = {name: KeyedTool(name, model, time_scale=scale, hang_s=s["hang_s"])
+    # 1. the timeout of each call is decided on the simulated clock (workloads.py), so the
+    # outcomes, the tool messages, the tokens and the cost are the same at any machine load
+    timeouts = SimulatedTimeouts(_timeout_policy(s, seed))
+    tools = {name: KeyedTool(name, model, time_scale=scale, timeouts=timeouts)
              for name, model in workload_models(s["workload"], seed).items()}
     registry = ToolRegistry()
     for tool in tools.values():
         registry.register(tool.function, name=tool.name)
-    manager = None
-    if s["timeouts"] == "adaptive":  # every limit in real (scaled) seconds
-        manager = AdaptiveTimeoutManager(
-            initial_timeout=s["initial_timeout_s"] * scale, multiplier=s["multiplier"],
-            min_timeout=s["min_timeout_s"] * scale, max_timeout=s["max_timeout_s"] * scale,
-            rule=s["timeout_rule"])
-        warm = workload_models(s["workload"], seed + _WARMUP_SEED, warmup=True)
-        for name, model in warm.items():  # what the manager learned from earlier traffic
-            replay(manager, [d * scale for d in model.samples(int(s["warmup_calls"]))], name)
-    elif s["timeouts"] != "fixed":
-        raise ConfigError("invalid_spec", f"timeouts must be 'fixed' or 'adaptive', got "
-                          f"{s['timeouts']!r}")
-    default_s = s["fixed_timeout_s"] * scale
-    executor = ToolExecutor(registry, default_timeout=default_s, max_workers=s["tool_workers"],
-                            timeout_manager=manager)
+    # 2. the executor's real-clock timeout is only a backstop: twice the longest sleep a
+    # decision can ask for, plus 10 s; a call it kills shows up as `clock_override`
+    longest_s = max(s["fixed_timeout_s"], s["initial_timeout_s"], s["max_timeout_s"]) * scale
+    backstop_s = 2 * longest_s + 10.0
+    executor = ToolExecutor(registry, default_timeout=backstop_s, max_workers=s["tool_workers"])
     prompt = task.get("prompt") or SCENARIOS["tools"].prompt
     script = [[sim.call(name, {"query": f"step {t}", "n": t}) for name in tools]
               for t in range(int(s["turns"]))] + [sim.text("Done: every step has its results.")]
     llm, simulator = build_llm(s, seed, sim.Script(script), limiter, budget_usd)
     config = agent_config(s, budget_usd, parallel_tool_calls=s["parallel_tool_calls"],
-                          max_workers=s["tool_workers"], tool_timeout=default_s)
+                          max_workers=s["tool_workers"], tool_timeout=backstop_s)
+
+    def number(call: dict) -> int:
+        return int((call.get("arguments") or {}).get("n", 0))
 
     def true_ms(call: dict) -> float:
         tool = tools.get(call.get("name"))
-        return tool.draw(int(call.get("arguments", {}).get("n", 0))) if tool else math.nan
+        return tool.draw(number(call)) if tool else math.nan
 
-    return _run_agent(s, llm, simulator, registry, executor, TimeoutProbe(registry, manager,
-                      default_s), config, "You run tools step by step.", prompt, scale, true_ms)
+    def decision(call: dict) -> tuple[float, bool] | None:
+        return timeouts.decision(str(call.get("name")), number(call))
+
+    return _run_agent(s, llm, simulator, registry, executor, None, config,
+                      "You run tools step by step.", prompt, scale, true_ms, decision=decision)
 
 
 # -- research: compression vs tokens and success ---------------------------------------------

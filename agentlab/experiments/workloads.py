@@ -9,6 +9,15 @@ comparisons possible: two timeout policies see exactly the same latencies.
 
 Workloads are named (``WORKLOADS``) so that a TOML spec can refer to them; each entry builds
 fresh seeded models for one seed.
+
+**Timeouts on the simulated clock.** At ``time_scale=0.01`` a 1 s timeout is 10 ms of real
+time, and a busy machine delays threads by that much: a timer on the real clock would kill
+fast calls because of the machine's load, not the policy, and the tool messages, tokens and
+cost of the run would change with them. So a ``KeyedTool`` given ``SimulatedTimeouts`` decides
+itself, on the simulated clock: it knows its true duration and the timeout in force, and a call
+that would outlast the timeout sleeps the (scaled) timeout and fails with ``tool_timeout``
+as the executor would, else it sleeps its own duration and returns. The same seed gives the
+same outcomes at any load; the executor's own timeout stays as a backstop far above it.
 """
 from __future__ import annotations
 
@@ -16,12 +25,12 @@ import math
 import random
 import threading
 import time
-from typing import Callable
+from typing import Any, Callable
 
-from ..errors import ConfigError
+from ..errors import ConfigError, ToolError
 from ..sim.tool_latency import Bimodal, Constant, Hanging, LatencyModel, LogNormal, Slowdown
 
-__all__ = ["WORKLOADS", "workload_models", "KeyedTool", "random_dag"]
+__all__ = ["WORKLOADS", "workload_models", "KeyedTool", "SimulatedTimeouts", "random_dag"]
 
 
 def _heavy_tail(seed: int, warmup: bool = False) -> dict[str, LatencyModel]:
@@ -56,16 +65,64 @@ def workload_models(name: str, seed: int, warmup: bool = False) -> dict[str, Lat
     return WORKLOADS[name](seed, warmup)
 
 
+class SimulatedTimeouts:
+    """The timeout in force for each call, and whether it kills the call, on the simulated clock.
+
+    ``policy`` is a fixed limit in simulated seconds, or an object with ``get_timeout(name)``
+    (simulated seconds) and ``record_execution(name, ms, success=, timed_out=)``, e.g. an
+    ``AdaptiveTimeoutManager`` whose limits are in simulated seconds. ``decide`` reads the
+    limit, kills the call when its true duration exceeds it (the rule of
+    ``agentlab.sim.tool_latency.replay``) and records what the policy learns: the true duration,
+    or the limit for a killed call (censored, as the executor records it). Nothing here reads a
+    clock, so the decisions are the same at any machine load.
+
+    Invariant: the learned limit of a tool depends on the order of its own calls only, so the
+    scripted model must call each tool at most once per parallel batch (the built-in scenarios
+    do); calls of different tools may decide in any thread order.
+    """
+
+    def __init__(self, policy: Any) -> None:
+        self.policy = policy
+        self.decisions: dict[tuple[str, int], tuple[float, bool]] = {}
+        self._lock = threading.Lock()
+
+    def timeout_s(self, name: str) -> float:
+        """The limit in force for the next call of ``name`` (simulated seconds)."""
+        if isinstance(self.policy, (int, float)):
+            return float(self.policy)
+        return float(self.policy.get_timeout(name))
+
+    def decide(self, name: str, n: int, true_ms: float) -> tuple[float, bool]:
+        """``(timeout_s, killed)`` for call ``n`` of ``name`` that truly takes ``true_ms``."""
+        with self._lock:
+            limit_s = self.timeout_s(name)
+            killed = true_ms > limit_s * 1000.0
+            if not isinstance(self.policy, (int, float)):
+                self.policy.record_execution(name, limit_s * 1000.0 if killed else true_ms,
+                                             success=not killed, timed_out=killed)
+            self.decisions[(name, int(n))] = (limit_s, killed)
+            return limit_s, killed
+
+    def decision(self, name: str, n: int) -> tuple[float, bool] | None:
+        """What ``decide`` said for call ``n`` of ``name`` (None if it never ran)."""
+        with self._lock:
+            return self.decisions.get((name, int(n)))
+
+
 class KeyedTool:
     """A simulated tool whose n-th call always takes the n-th draw of its latency model.
 
-    Calling it sleeps ``draw(n) * time_scale`` (a hung call, ``inf``, sleeps ``hang_s`` scaled);
-    ``draw(n)`` is the true simulated duration in ms, known even for calls that were killed.
+    Calling it sleeps ``draw(n) * time_scale``; ``draw(n)`` is the true simulated duration in
+    ms (``inf`` for a call that hangs), known even for calls that were killed. With
+    ``timeouts`` (``SimulatedTimeouts``) the call decides on the simulated clock whether its
+    timeout kills it (see the module docstring); without, a hung call sleeps ``hang_s`` scaled
+    and the executor's real-clock timeout decides.
     """
 
-    def __init__(self, name: str, model: LatencyModel, *, time_scale: float, hang_s: float) -> None:
+    def __init__(self, name: str, model: LatencyModel, *, time_scale: float, hang_s: float = 0.0,
+                 timeouts: SimulatedTimeouts | None = None) -> None:
         self.name, self.model = name, model
-        self.time_scale, self.hang_s = time_scale, hang_s
+        self.time_scale, self.hang_s, self.timeouts = time_scale, hang_s, timeouts
         self._draws: list[float] = []
         self._lock = threading.Lock()
         self.function = self._make_function()
@@ -83,6 +140,14 @@ class KeyedTool:
 
         def function(query: str = "", n: int = 0) -> str:
             ms = tool.draw(n)
+            if tool.timeouts is not None:
+                limit_s, killed = tool.timeouts.decide(name, n, ms)
+                if killed:  # the same text as the executor's for an abandoned sync call
+                    time.sleep(limit_s * tool.time_scale)
+                    raise ToolError("tool_timeout", f"Tool '{name}' did not finish within "
+                                    f"{limit_s:.1f} s and was abandoned. Try a smaller request, "
+                                    "or continue without this result.",
+                                    details={"timeout_s": limit_s, "clock": "simulated"})
             time.sleep((tool.hang_s * 1000 if math.isinf(ms) else ms) * tool.time_scale / 1000)
             return f"{name} result #{n} for {query!r}"
 

@@ -36,7 +36,7 @@ from openai.types.chat import ChatCompletion
 
 from ..errors import ConfigError, ProviderError
 from ..models import DEFAULT_MODEL
-from ..sim.core import SimulatedAPI
+from .offline import offline_endpoint
 from .request import ROLES, build_body
 from .responses import LLMResponse, ToolCall, assistant_message, parse_arguments, usage_dict
 from .retry import (ADVICE, RETRYABLE_CODES, Attempt, EmptyResponse, StreamEndedEarly,
@@ -140,7 +140,7 @@ class LLMClient:
         * ``OPENAI_API_KEY`` (and ``OPENAI_BASE_URL`` if set): that endpoint with that key;
         * ``OPENAI_BASE_URL`` alone: that endpoint with ``PLACEHOLDER_KEY`` (a keyless local
           server such as Ollama, llama.cpp or vLLM);
-        * neither: the built-in simulator (``simulator``, or a fresh ``SimulatedAPI``).
+        * neither: the built-in simulator (``simulator``, or a fresh one: ``offline_endpoint()``).
 
         ``AGENTLAB_MODEL`` picks the model; explicit keywords win. ``.endpoint`` says which.
         """
@@ -155,7 +155,7 @@ class LLMClient:
             kw.setdefault("endpoint_note", note)
             return cls(**kw)
         if simulator is None:
-            simulator = SimulatedAPI()
+            simulator = offline_endpoint()
         kw.setdefault("endpoint_note", "no OPENAI_API_KEY / OPENAI_BASE_URL set")
         return cls(client=simulator.client(), **kw)
 

@@ -1,8 +1,10 @@
 """How ``MessageManager`` compresses its history: whole groups from the front (notebook 04).
 
-The steps of a compression, as methods that ``MessageManager`` inherits (this mixin works on
-the manager's own history: ``_messages`` with their cached counts ``_tokens`` and running
-``_total``, the pinned ``_task_index``, the note's ``_removed``/``_summary``/``_note``):
+The steps of a compression, as functions over one ``MessageManager`` (``mm``): they work on its
+history (``_messages`` with their cached counts ``_tokens`` and running ``_total``, the pinned
+``_task_index``) and its note (``_removed``/``_summary``/``_note``/``_note_tokens``), under the
+manager's lock, and read its settings (``threshold_tokens``, ``target_tokens``, ``strategy``,
+``keep_recent``, ``llm``). The manager calls them; nothing else should:
 
 1. drop whole groups from the front (``groups.drop_groups``: an assistant ``tool_calls``
    message leaves with all its results), protecting the last ``keep_recent`` messages;
@@ -23,94 +25,86 @@ from ..tokens import count_message_tokens
 from .groups import drop_groups, squeeze
 from .records import CompressionRecord, note_text, summarize, summary_request
 
-__all__ = ["Compression"]
+__all__ = ["compress", "maybe_compress", "set_note", "note_position"]
 
 logger = logging.getLogger(__name__)
 
 
-class Compression:
-    """The compression steps of ``MessageManager`` (see the module docstring)."""
+def note_position(mm) -> int:
+    """Where the note goes in ``mm._messages``: after the pinned task when the task is at the
+    front, else at the very start of the history."""
+    return 1 if mm._task_index == 0 else 0
 
-    def _note_position(self) -> int:
-        # The note follows the pinned task when the task is at the front, else opens the history.
-        return 1 if self._task_index == 0 else 0
 
-    def _maybe_compress(self) -> None:
-        if self.count_tokens() > self.threshold_tokens:
-            self.compress()
-        over = self.over_budget
-        if over and not self._over:
-            logger.warning("history over budget: %d > %d tokens and nothing more can be removed",
-                           self.count_tokens(), self.max_tokens)
-        self._over = over
-        if over and self.on_overflow == "raise":
-            self.check_budget()
+def maybe_compress(mm) -> None:
+    """After messages arrive: compress if over the threshold, then report (or raise) an overflow."""
+    if mm.count_tokens() > mm.threshold_tokens:
+        compress(mm)
+    over = mm.over_budget
+    if over and not mm._over:
+        logger.warning("history over budget: %d > %d tokens and nothing more can be removed",
+                       mm.count_tokens(), mm.max_tokens)
+    mm._over = over
+    if over and mm.on_overflow == "raise":
+        mm.check_budget()
 
-    def compress(self) -> CompressionRecord | None:
-        """Compress now (normally automatic). Returns the record, or None if nothing changed."""
-        with self._lock:
-            before = self.count_tokens()
-            target = self.target_tokens
-            summarize = self.strategy == "summarize"
-            # Room for the summary that will replace the removed messages.
-            reserve = max(0, (self.summary_max_tokens + 20 if summarize else 40) - self._note_tokens)
-            # 1. Drop whole groups from the front, protecting the last keep_recent messages;
-            #    2. if that is not enough, protect only the newest group.
-            removed = self._drop_groups(before + reserve - target, self.keep_recent)
-            if self.count_tokens() + reserve > target:
-                removed += self._drop_groups(self.count_tokens() + reserve - target, 1)
-            fallback = None
-            if removed:
-                self._removed += len(removed)
-                if summarize:
-                    try:
-                        self._summary = self._summarize(removed)
-                    except Exception as exc:  # noqa: BLE001 - any failure falls back, recorded
-                        fallback = f"{type(exc).__name__}: {exc}"
-                        logger.warning("summary failed, falling back to sliding window: %s", fallback)
-                self._set_note()
-            # 3. Still over: the remaining messages are too large; truncate the largest.
-            truncated = self._squeeze(target)
-            if not removed and not truncated:
-                return None
-            after = self.count_tokens()
-            record = CompressionRecord(
-                when=time.time(), tokens_before=before, tokens_after=after,
-                messages_removed=len(removed),
-                strategy="summarize" if summarize and fallback is None and removed else
-                         ("sliding_window" if removed else "truncate"),
-                note=self._note or "", fallback=fallback,
-                truncated=truncated, over_budget=after > target)
-            self.compressions.append(record)
-            logger.info("compressed: %d -> %d tokens, %d messages removed",
-                        before, after, len(removed))
-            return record
 
-    def _drop_groups(self, need: int, keep: int) -> list[dict]:
-        removed, freed, self._task_index = drop_groups(self._messages, self._tokens,
-                                                       self._task_index, need, keep)
-        self._total -= freed
-        return removed
+def compress(mm) -> CompressionRecord | None:
+    """Compress ``mm`` now (the steps above); the record, or None if nothing changed."""
+    with mm._lock:
+        before = mm.count_tokens()
+        target = mm.target_tokens
+        summarizing = mm.strategy == "summarize"
+        # Room for the summary that will replace the removed messages.
+        reserve = max(0, (mm.summary_max_tokens + 20 if summarizing else 40) - mm._note_tokens)
+        # 1. Drop whole groups from the front, protecting the last keep_recent messages;
+        #    2. if that is not enough, protect only the newest group.
+        removed = _drop_groups(mm, before + reserve - target, mm.keep_recent)
+        if mm.count_tokens() + reserve > target:
+            removed += _drop_groups(mm, mm.count_tokens() + reserve - target, 1)
+        fallback = None
+        if removed:
+            mm._removed += len(removed)
+            if summarizing:
+                try:
+                    mm._summary = summarize(mm.llm, summary_request(removed, mm._summary, max(
+                        20, mm.summary_max_tokens * 2 // 3)), mm.summary_max_tokens, mm.model)
+                except Exception as exc:  # noqa: BLE001 - any failure falls back, recorded
+                    fallback = f"{type(exc).__name__}: {exc}"
+                    logger.warning("summary failed, falling back to sliding window: %s", fallback)
+            set_note(mm)
+        # 3. Still over: the remaining messages are too large; truncate the largest.
+        count, freed = squeeze(mm._messages, mm._tokens, mm.count_tokens() - target, mm.model)
+        mm._total -= freed
+        if not removed and not count:
+            return None
+        after = mm.count_tokens()
+        record = CompressionRecord(
+            when=time.time(), tokens_before=before, tokens_after=after,
+            messages_removed=len(removed),
+            strategy="summarize" if summarizing and fallback is None and removed else
+                     ("sliding_window" if removed else "truncate"),
+            note=mm._note or "", fallback=fallback,
+            truncated=count, over_budget=after > target)
+        mm.compressions.append(record)
+        logger.info("compressed: %d -> %d tokens, %d messages removed",
+                    before, after, len(removed))
+        return record
 
-    def _set_note(self) -> None:
-        self._note = note_text(self._removed, self._summary)
-        if self.note_role == "user":
-            self._note_tokens = count_message_tokens({"role": "user", "content": self._note},
-                                                     self.model)
-        else:  # folded into the system message: count the difference it makes there
-            text = "\n\n".join(t for t in (self._system_prompt, self._note) if t)
-            self._note_tokens = count_message_tokens({"role": "system", "content": text},
-                                                     self.model) - self._system_tokens
 
-    def _summarize(self, removed: list[dict]) -> str:
-        """Ask the LLM for a summary of the previous summary plus the removed messages."""
-        return summarize(self.llm, summary_request(removed, self._summary, max(
-            20, self.summary_max_tokens * 2 // 3)), self.summary_max_tokens, self.model)
+def _drop_groups(mm, need: int, keep: int) -> list[dict]:
+    removed, freed, mm._task_index = drop_groups(mm._messages, mm._tokens, mm._task_index,
+                                                 need, keep)
+    mm._total -= freed
+    return removed
 
-    def _squeeze(self, target: int) -> int:
-        """Truncate the largest text messages until the prompt fits ``target``; returns how many
-        (rare: only when the protected messages alone exceed the budget)."""
-        count, freed = squeeze(self._messages, self._tokens, self.count_tokens() - target,
-                               self.model)
-        self._total -= freed
-        return count
+
+def set_note(mm) -> None:
+    """Rewrite the note from ``mm._removed`` and ``mm._summary``, and count what it adds."""
+    mm._note = note_text(mm._removed, mm._summary)
+    if mm.note_role == "user":
+        mm._note_tokens = count_message_tokens({"role": "user", "content": mm._note}, mm.model)
+    else:  # folded into the system message: count the difference it makes there
+        text = "\n\n".join(t for t in (mm._system_prompt, mm._note) if t)
+        mm._note_tokens = count_message_tokens({"role": "system", "content": text},
+                                               mm.model) - mm._system_tokens

@@ -18,7 +18,7 @@ Four things make it different from the article's version:
    window minus its output limit (``agentlab.models``); when nothing more can be removed the
    manager says so (``over_budget``, ``check_budget()`` raising ``context_overflow``).
 
-How a compression runs is in ``compression.py`` (a mixin ``MessageManager`` inherits).
+How a compression runs is in ``compression.py`` (functions over the manager, which calls them).
 
 Where the note goes (see ``records.py`` for why): folded into the first system message by
 default, or a user message after the task with ``note_role="user"``::
@@ -40,7 +40,7 @@ from ..errors import ConfigError
 from ..knobs import fraction, positive_int
 from ..models import DEFAULT_MODEL, model_info
 from ..tokens import REPLY_PRIMING, count_message_tokens, count_messages_tokens, count_tools_tokens
-from .compression import Compression
+from .compression import compress, maybe_compress, note_position, set_note
 from .records import (NOTE_RE, CompressionRecord, copy_message, overflow_error, split_note,
                       truncate_message)
 
@@ -61,7 +61,7 @@ def default_budget(model: str) -> int:
     return max(1, info.context_window - info.max_output_tokens)
 
 
-class MessageManager(Compression):
+class MessageManager:
     """The message history of one run, kept under ``max_tokens * compression_threshold``.
 
     Args:
@@ -206,14 +206,14 @@ class MessageManager(Compression):
         """Add one message (copied), then compress if over the threshold. O(1) in history length."""
         with self._lock:
             self._add(msg)
-            self._maybe_compress()
+            maybe_compress(self)
 
     def extend(self, msgs: Iterable[dict]) -> None:
         """Add several messages, then compress once (so tool results join their call first)."""
         with self._lock:
             for m in msgs:
                 self._add(m)
-            self._maybe_compress()
+            maybe_compress(self)
 
     def restore(self, messages: Iterable[dict]) -> None:
         """Replace the history with ``messages`` (e.g. from a checkpoint of ``get_messages()``).
@@ -231,8 +231,8 @@ class MessageManager(Compression):
             for m in msgs:
                 self._add(m)
             if self._removed:
-                self._set_note()
-            self._maybe_compress()
+                set_note(self)
+            maybe_compress(self)
 
     def _add(self, msg: dict) -> None:
         m = copy_message(msg)
@@ -252,6 +252,10 @@ class MessageManager(Compression):
         self._tokens.append(n)
         self._total += n
 
+    def compress(self) -> CompressionRecord | None:
+        """Compress now (normally automatic). Returns the record, or None if nothing changed."""
+        return compress(self)
+
     # -- reading -------------------------------------------------------------------------
     def get_messages(self) -> list[dict]:
         """The request history: system prompt (and note) first, then the task and the rest."""
@@ -262,7 +266,7 @@ class MessageManager(Compression):
                 text = "\n\n".join(t for t in (self._system_prompt,
                                                  self._note if folded else "") if t)
                 out.append({"role": "system", "content": text})
-            pos = self._note_position()
+            pos = note_position(self)
             out.extend([dict(m) for m in self._messages[:pos]])
             if self._note is not None and not folded:
                 out.append({"role": "user", "content": self._note})

@@ -12,7 +12,7 @@ What the article's observer got wrong and this one does not:
 - ``start_span`` really stores the span (the article's never appended it, so ``end_span`` found
   nothing and every trace was empty); parents come from a per-observer ``ContextVar``, so nesting
   is right per thread and per asyncio task;
-- prices come from ``data/pricing.json``; a model with no price gives ``cost_usd=None`` and a
+- prices come from ``data/models.json``; a model with no price gives ``cost_usd=None`` and a
   ``PricingWarning``, never another model's price;
 - durations use ``time.perf_counter`` (anchored once to the wall clock for timestamps);
 - percentiles (p50/p95/p99) interpolate like ``numpy.percentile``;
@@ -63,9 +63,8 @@ __all__ = [
     "PricingWarning", "load_pricing", "percentile", "PRICING_PATH", "ATTRIBUTE_ALIASES",
 ]
 
-#: The price list (USD per 1M tokens): a copy of the prices in ``data/models.json``, the one
-#: table ``agentlab.models`` reads (provenance in ``data/models.md``; a test keeps them equal).
-PRICING_PATH = MODELS_PATH.parent / "pricing.json"
+#: The price list (USD per 1M tokens): the ``input``/``output`` columns of ``data/models.json``.
+PRICING_PATH = MODELS_PATH
 
 
 class PricingWarning(UserWarning):
@@ -107,7 +106,7 @@ class AgentObserver(SpanRecorder):
     Args:
         run_id: the run this observer belongs to (label of every export).
         model: the default model of ``record_llm_call``.
-        pricing: ``None`` (``data/pricing.json``), a dict ``{model: {"input", "output"}}`` in USD
+        pricing: ``None`` (``data/models.json``), a dict ``{model: {"input", "output"}}`` in USD
             per 1M tokens, or a path to a JSON file of the same shape.
         seed: makes trace and span ids reproducible (for notebooks and tests).
     """
@@ -163,7 +162,7 @@ class AgentObserver(SpanRecorder):
         if price is None and model not in self._warned:
             self._warned.add(model)
             warnings.warn(f"no price for model {model!r} in the pricing table; cost is unknown "
-                          f"(add it to data/pricing.json or pass pricing=)", PricingWarning,
+                          f"(add it to data/models.json or pass pricing=)", PricingWarning,
                           stacklevel=3)
         return price
 

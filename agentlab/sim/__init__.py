@@ -10,42 +10,27 @@ notebook and test runs end to end with no network and no key::
     client.chat.completions.create(model="gpt-4o", messages=[...], tools=[...])
     s.requests                               # what went over the wire
 
-Importing this package does no work: no encodings, no threads, no sockets.
+The simulator is built on chapter 01's client (``Simulator.llm()`` returns an ``LLMClient``), so
+this package imports ``agentlab.llm`` and ``agentlab.llm`` never imports it: the client finds its
+offline default through an entry point (``agentlab/llm/offline.py``). Importing this package does
+no work: no encodings, no threads, no sockets.
 """
 from __future__ import annotations
 
-import importlib
-from typing import Any
-
-from .core import MODELS, SimulatedAPI
+from .core import SimulatedAPI
 from .faults import FAULT_KINDS, FaultPlan, Faults, FaultSpec, Latency
 from .policies import (SCRIPT_ENDED, Call, Filtered, Function, Policy, Refusal, ReplyParts,
                        Script, Text, ToolUser, call, filtered, normalize_reply, refuse,
                        reply_parts, synthesize_arguments, text)
+from .researcher import Auto, Researcher
+from .simulator import Simulator
 from .strict import SimulatorHTTPError, check_model, check_request, check_window
 
 __all__ = [
-    "Simulator", "SimulatedAPI", "MODELS",
+    "Simulator", "SimulatedAPI",
     "Policy", "Script", "Function", "ToolUser", "Researcher", "Auto",
     "Text", "Call", "Refusal", "Filtered", "ReplyParts", "text", "call", "refuse", "filtered",
     "normalize_reply", "reply_parts", "synthesize_arguments", "SCRIPT_ENDED",
     "Faults", "FaultPlan", "FaultSpec", "FAULT_KINDS", "Latency",
     "SimulatorHTTPError", "check_request", "check_model", "check_window",
 ]
-
-# Imported on first use: ``Simulator`` needs ``agentlab.llm``, which itself imports ``core``
-# (its offline default), so loading it eagerly here would make the two import each other.
-_LAZY = {"Simulator": ".simulator", "Researcher": ".researcher", "Auto": ".researcher"}
-
-
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'agentlab.sim' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module, __name__), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))

@@ -7,8 +7,7 @@ serves the in-process transport (``.client()``: the real ``openai`` SDK over an
 ``httpx2.MockTransport``) and the real HTTP server (``.serve()``, see ``server.py``).
 
 ``agentlab.sim.Simulator`` is this class plus the chapter-01 shortcut ``.llm()``
-(``agentlab/sim/simulator.py``); ``LLMClient.from_env`` uses this class directly, so the client
-module and the simulator never import each other in a circle.
+(``agentlab/sim/simulator.py``); nothing here imports ``agentlab.llm``.
 
 Order of work per request: route -> parse JSON -> draw the fault (HTTP-error faults answer
 here) -> strict validation (shape, types, the model table, the context window) -> policy ->
@@ -34,11 +33,10 @@ from .server import serve as _serve
 from .strict import (SimulatorHTTPError, api_error, check_model, check_request, check_window,
                      sanitize)
 
-__all__ = ["SimulatedAPI", "SimReply", "MODELS"]
+__all__ = ["SimulatedAPI", "SimReply"]
 
-#: A few of the models ``GET /v1/models`` lists (it lists every model of ``agentlab.models``,
-#: registered ones included; strict mode answers 404 for any other).
-MODELS = ("gpt-4o", "gpt-4o-mini", "gpt-4.1", "gpt-4.1-mini", "o3-mini")
+# The models the simulator knows are the one table, ``agentlab.models`` (``data/models.json``
+# plus ``register_model``): ``GET /v1/models`` lists them and strict mode answers 404 for any other.
 
 
 @dataclass

@@ -19,7 +19,9 @@ _UNITS = {"duration_ms": "ms", "true_ms": "ms", "wasted_ms": "ms", "wasted_s": "
           "total_tokens": "tokens", "prompt_tokens": "tokens", "completion_tokens": "tokens",
           "cost_usd": "USD", "success": "share of runs", "false_kills": "calls per run",
           "tool_timeouts": "calls per run", "turns": "turns", "llm_retries": "requests",
-          "compressions": "per run", "timeout_s": "s"}
+          "compressions": "per run", "timeout_s": "s", "sim_duration_ms": "ms",
+          "sim_wasted_ms": "ms", "sim_wasted_s": "s", "sim_false_kills": "calls per run",
+          "sim_timeouts": "calls per run"}
 
 
 def _unit(metric: str) -> str:

@@ -22,7 +22,7 @@ from .runtime import format_event, summarize_result
 
 __all__ = ["QUESTIONS", "ask_researcher", "format_research", "research_explorer"]
 
-#: Questions the corpus (``agentlab/data/corpus``) can answer.
+#: Questions the corpus (``data/corpus``) can answer.
 QUESTIONS = [
     research.DEMO_TASK,
     "Research timeouts and cancellation in asyncio and write a short report.",
