@@ -1,4 +1,4 @@
-"""Percentiles with exact intervals, and how many samples a percentile needs.
+"""The package's one percentile, its exact interval, and how many samples a percentile needs.
 
 The one rule chapters 09, 12 and 14 share (``notebooks/09_adaptive_timeouts.ipynb`` draws it,
 ``12_observability`` tabulates it per tool, ``14_experiments`` measures it).
@@ -18,12 +18,43 @@ from __future__ import annotations
 
 import functools
 import math
-from typing import Sequence
+from typing import Iterable, Sequence
 
 from .errors import ConfigError
-from .timeouts import percentile
 
-__all__ = ["quantile_ranks", "min_samples", "percentile_interval"]
+__all__ = ["percentile", "sorted_percentile", "quantile_ranks", "min_samples",
+           "percentile_interval"]
+
+
+def percentile(values: Iterable[float], q: float) -> float | None:
+    """The q-th percentile (0..100) by linear interpolation; equals ``numpy.percentile``.
+
+    The one percentile of the package (chapter 12's reports use it too). No values means no
+    percentile: the result is ``None``, never a made-up number. A NaN among the values makes
+    the result NaN, like numpy: sorting with a NaN depends on the input order, so any number
+    would be an accident of that order.
+
+    Raises:
+        ConfigError: ``q`` outside [0, 100].
+    """
+    if not 0.0 <= q <= 100.0:
+        raise ConfigError("invalid_argument", f"q must be in [0, 100], got {q}")
+    data = list(values)
+    if any(v != v for v in data):  # NaN is the only value unequal to itself
+        return math.nan
+    data.sort()
+    if not data:
+        return None
+    return sorted_percentile(data, q)
+
+
+def sorted_percentile(data: list[float], q: float) -> float:
+    """``percentile`` of data already sorted and free of NaN (a manager's window keeps its
+    durations sorted, so it skips the copy and the sort)."""
+    pos = (len(data) - 1) * q / 100.0
+    lo = math.floor(pos)
+    hi = min(lo + 1, len(data) - 1)
+    return data[lo] + (data[hi] - data[lo]) * (pos - lo)
 
 
 def _check(q: float, confidence: float) -> None:

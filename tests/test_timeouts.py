@@ -8,6 +8,7 @@ import time
 
 import numpy as np
 import pytest
+from scipy import stats
 
 from agentlab.sim.tool_latency import LogNormal, Slowdown, replay
 from agentlab.errors import ConfigError
@@ -139,6 +140,10 @@ def test_report_and_bad_input():
     m = fed([20.0] * 12, "search")
     text = m.generate_report()
     assert "search" in text and "durations in ms, timeout in s" in text and "5.000" in text
+    assert "p99 <=" in text and text.splitlines()[3].split()[6] == "+inf"  # 12 < 368 calls
+    big = fed([float(i % 50) for i in range(400)], "t", window=400)
+    ci = stats.quantile_test(np.array(big.get_history("t")), p=0.99).confidence_interval()
+    assert big.generate_report().splitlines()[3].split()[6] == f"{ci.high:.1f}"
     with pytest.raises(ValueError):
         m.record_execution("search", -1.0)
     assert m.get_stats("other") is None
