@@ -69,16 +69,9 @@ def call_model(rt: Any, ctx: RunContext, tools: list | None, stream: bool, turn:
             yield from record(rt, ctx, exc)
             raise timeout_stop(ctx, rt.config.max_total_time) from None
         raise Stop(RunState.ERROR, f"exception: {type(exc).__name__}", exc) from None
-    usage = resp.usage or {}
-    for k in ctx.usage:
-        ctx.usage[k] += int(usage.get(k) or 0)
-    turn.update(llm_ms=(time.monotonic() - t) * 1000,
-                prompt_tokens=int(usage.get("prompt_tokens") or 0),
-                completion_tokens=int(usage.get("completion_tokens") or 0))
-    ctx.finish_reason = resp.finish_reason or ""
-    ctx.last_content = content or ctx.last_content
+    usage = _account(ctx, turn, resp, content, time.monotonic() - t)
     yield from event(rt, ctx, "llm_end", turn=ctx.turns, finish_reason=ctx.finish_reason,
-                     tool_calls=len(resp.tool_calls), usage=dict(usage), duration_ms=turn["llm_ms"])
+                     tool_calls=len(resp.tool_calls), usage=usage, duration_ms=turn["llm_ms"])
     yield from _stop_if_refused(rt, ctx, resp, content, turn)
     return resp, content
 
@@ -174,6 +167,18 @@ def _execute(rt: Any, ctx: RunContext, calls: list, parallel: bool) -> list:
 
 
 # -- the turn's edges -----------------------------------------------------------------------
+def _account(ctx: RunContext, turn: dict, resp: ModelReply, content: str, took_s: float) -> dict:
+    """Add a reply's tokens to the run and its turn; note its finish reason and text."""
+    usage = dict(resp.usage or {})
+    for k in ctx.usage:
+        ctx.usage[k] += int(usage.get(k) or 0)
+    turn.update(llm_ms=took_s * 1000, prompt_tokens=int(usage.get("prompt_tokens") or 0),
+                completion_tokens=int(usage.get("completion_tokens") or 0))
+    ctx.finish_reason = resp.finish_reason or ""
+    ctx.last_content = content or ctx.last_content
+    return usage
+
+
 def hold(ctx: RunContext, gate: Any, pause: Pause, held: dict | None) -> None:
     """Keep a pausing gate's state (and the held turn) in the context, for checkpoints."""
     if pause.state is not None:
