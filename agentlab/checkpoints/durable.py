@@ -58,9 +58,10 @@ __all__ = ["attach", "DurableRuns", "DurableExecutor", "ReplayedResult", "idempo
 
 logger = logging.getLogger(__name__)
 
-#: Error codes of calls that never started (deadline, cancel, saturation): not recorded, so a
-#: resumed run may still run them.
-NOT_RUN_CODES = frozenset({"deadline_exceeded", "not_executed", "executor_saturated"})
+#: Error codes of calls that never started (deadline, cancel, saturation, no approval yet): not
+#: recorded, so a resumed run may still run them.
+NOT_RUN_CODES = frozenset({"deadline_exceeded", "not_executed", "executor_saturated",
+                           "approval_required"})
 #: The extension events a durable runtime emits.
 EVENTS = ("checkpoint_saved", "run_resumed")
 
