@@ -87,19 +87,21 @@ def timeout_stop(ctx: RunContext, limit: float) -> Stop:
 
 
 class Budgets(Gate):
-    """Cancel, the time budget and ``max_turns``, checked before every model call."""
+    """Cancel, the time budget and ``max_turns`` (of ``runtime.config``), before every model call."""
 
     name = "budgets"
 
-    def __init__(self, config: RuntimeConfig) -> None:
-        self.config = config
+    def __init__(self, runtime: Any) -> None:
+        self.runtime = runtime
 
     def before_model(self, ctx: RunContext) -> Verdict:
+        """Cancel first, then the deadline, then the turn count."""
+        config: RuntimeConfig = self.runtime.config
         if ctx.cancel.is_set():
             return Stop(RunState.CANCELLED, "cancelled")
         if ctx.remaining() <= 0:
-            return timeout_stop(ctx, self.config.max_total_time)
-        limit = self.config.max_turns
+            return timeout_stop(ctx, config.max_total_time)
+        limit = config.max_turns
         if ctx.turns >= limit:
             return Stop(RunState.EXHAUSTED, f"max_turns ({limit})", AgentError(
                 "max_turns", f"the run used its {limit} model calls before the model "
@@ -112,16 +114,18 @@ class LoopGuard(Gate):
 
     name = "loop_guard"
 
-    def __init__(self, config: RuntimeConfig) -> None:
-        self.config = config
+    def __init__(self, runtime: Any) -> None:
+        self.runtime = runtime
         self._run: str | None = None
         self._detector: LoopDetector | None = None
 
     def before_tools(self, ctx: RunContext, calls: list) -> Verdict:
+        """One turn's calls into the run's window (a fresh one per run); a loop: ``Stop``."""
         if self._detector is None or self._run != ctx.run_id + str(ctx.started_at):
             self._run = ctx.run_id + str(ctx.started_at)  # a new run: a fresh window
-            self._detector = LoopDetector(self.config.loop_detection_window,
-                                          self.config.loop_detection_threshold)
+            config: RuntimeConfig = self.runtime.config
+            self._detector = LoopDetector(config.loop_detection_window,
+                                          config.loop_detection_threshold)
         loop = self._detector.observe(calls)
         if loop is None:
             return None

@@ -104,7 +104,7 @@ class AgentRuntime:
         self.last_result: AgentResult | None = None
         self.context: RunContext | None = None
         self.hooks = Hooks()
-        self.gates: list[Gate] = [Budgets(self.config), LoopGuard(self.config)]
+        self.gates: list[Gate] = [Budgets(self), LoopGuard(self)]
         if self.config.max_cost_usd is not None:  # a cap needs prices: CostCap checks
             self.add_gate(CostCap(self, self.config.max_cost_usd))
         self._resume: Resumer | None = None
