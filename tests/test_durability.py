@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 from collections import Counter
 from pathlib import Path
 
@@ -472,6 +473,24 @@ def test_parallel_batches_run_on_the_wrapped_executor_and_are_logged(tmp_path, e
     assert r.ok and len(cm.completed_tool_calls(r.run_id)) == 3
     expected = [idempotency_key(r.run_id, c["id"]) if keyed else c["id"] for c in r.tool_calls_made]
     assert sorted(seen) == sorted(expected)
+
+
+def test_a_foreign_executors_results_are_logged_as_each_call_returns(tmp_path):
+    """An executor with only execute/execute_parallel gets the calls one at a time, so the fast
+    call is in the durable log while the slow one of the same parallel batch still runs."""
+    seen: dict = {}
+    cm = CheckpointManager(tmp_path / "cp")
+    reg = ToolRegistry()
+    reg.register(lambda: "fast", name="fast", description="Fast.")
+
+    def slow() -> str:
+        threading.Event().wait(0.3)
+        seen["logged"] = sorted(r["name"] for r in cm.completed_tool_calls(rt.context.run_id).values())
+        return "slow"
+    reg.register(slow, description="Slow.")
+    llm = sim.Simulator(sim.Script([[sim.call("slow", {}), sim.call("fast", {})], sim.text("ok")])).llm()
+    rt = AgentRuntime(llm, reg, executor=OnlyExecute(reg), checkpoints=cm)
+    assert rt.run("both").ok and seen["logged"] == ["fast"]
 
 
 def test_extension_events_land_on_the_observer_of_their_own_run(tmp_path):

@@ -137,37 +137,58 @@ def _takes_batches(cls: type) -> bool:
 
 
 def _run_foreign(executor: Any, batch: ToolBatch) -> list:
-    """An executor with only ``execute``/``execute_parallel``: waited for in a worker thread,
-    abandoned within ``POLL_S`` of a cancel (its calls answered ``cancelled``)."""
-    calls = list(batch.calls)
-    method = executor.execute_parallel if batch.parallel and len(calls) > 1 else executor.execute
-    done, outcome = threading.Event(), []
-    context = contextvars.copy_context()  # the caller's context variables (span nesting)
+    """An executor with only ``execute``/``execute_parallel``: waited for in worker threads,
+    abandoned within ``POLL_S`` of a cancel (the calls without a result answered ``cancelled``).
+    With a result callback, the calls go one at a time (up to ``max_workers`` at once for a
+    parallel batch), so each result is reported the moment its call returns."""
+    calls, lock, done, failures = list(batch.calls), threading.Lock(), threading.Event(), []
+    results: list = [None] * len(calls)
+    jobs = [[list(range(len(calls)))]]  # one job, one group: the whole batch in one call
+    if batch.on_result is not None and len(calls) > 1:  # k jobs, a group per call
+        k = min(len(calls), int(getattr(executor, "max_workers", 4) or 1)) if batch.parallel else 1
+        jobs = [[[i] for i in range(j, len(calls), k)] for j in range(k)]
+    left = [len(jobs)]
 
-    def work() -> None:
+    def work(job: list) -> None:
         try:
-            outcome.append((True, method(calls, timeout=batch.timeout())))
+            for group in job:
+                if batch.cancelled():
+                    break
+                part = [calls[i] for i in group]
+                run = executor.execute_parallel if batch.parallel and len(part) > 1 else executor.execute
+                for i, result in zip(group, run(part, timeout=batch.timeout())):
+                    with lock:
+                        fresh, results[i] = results[i] is None, results[i] or result
+                    if fresh:
+                        batch.report(result)
         except BaseException as exc:  # handed to the waiting thread
-            outcome.append((False, exc))
-        done.set()
+            failures.append(exc)
+        finally:
+            with lock:
+                left[0] -= 1
+                if not left[0]:
+                    done.set()
 
-    if batch.cancelled():
-        return _abandoned(batch, calls)
-    _WORKERS.submit(lambda: context.run(work))
-    while not done.wait(POLL_S):
-        if batch.cancelled():
-            return _abandoned(batch, calls)
-    ok, value = outcome[0]
-    if not ok:
-        raise value
-    for result in value:
-        batch.report(result)
-    return list(value)
+    for job in jobs if not batch.cancelled() else ():
+        context = contextvars.copy_context()  # the caller's context variables (span nesting)
+        _WORKERS.submit(lambda job=job, context=context: context.run(work, job))
+    while not batch.cancelled() and not done.wait(POLL_S):
+        pass
+    if failures and not batch.cancelled():
+        raise failures[0]
+    return _abandon_missing(batch, calls, results, lock)
 
 
-def _abandoned(batch: ToolBatch, calls: list) -> list[ToolResult]:
-    results = not_run(calls, "cancelled", "the run was cancelled before the executor returned; "
-                      "it may have done part of its work: check before calling it again")
-    for result in results:
-        batch.report(result)
+def _abandon_missing(batch: ToolBatch, calls: list, results: list, lock: threading.Lock) -> list:
+    """Answer (and report) the calls that have no result: their batch was abandoned on a
+    cancel (or the executor returned too few results)."""
+    code, why = ("cancelled", "the run was cancelled before the executor returned; it may "
+                 "have done part of its work: check before calling it again") \
+        if batch.cancelled() else ("executor_error", "the executor returned no result for it")
+    with lock:
+        missing = [i for i, r in enumerate(results) if r is None]
+        for i, result in zip(missing, not_run([calls[i] for i in missing], code, why)):
+            results[i] = result
+    for i in missing:
+        batch.report(results[i])
     return results
