@@ -1,6 +1,7 @@
-"""Human approval (chapter 13, agentlab.runtime.approval): a gated call never runs before it is
-approved, runs exactly once after, and a rejected call never runs (the model is told why); the
-run pauses durably (PAUSED, awaiting_approval) in JSON, SQLite and Redis checkpoint stores."""
+"""Human approval (chapter 13, agentlab.approval, a gate attached from outside): a gated call never
+runs before it is approved, runs exactly once after, and a rejected call never runs (the model is
+told why); the run pauses durably (PAUSED, awaiting_approval) in JSON, SQLite and Redis checkpoint
+stores. Without the gate attached, the executor still refuses a gated call."""
 from __future__ import annotations
 
 import subprocess
@@ -10,12 +11,18 @@ from collections import Counter
 import pytest
 
 from agentlab import fleet, sim
+from agentlab.approval import Approval
 from agentlab.checkpoints import CheckpointManager
 from agentlab.errors import CheckpointError, ConfigError
 from agentlab.runtime import AgentRuntime, RunState
 from agentlab.tools import ToolRegistry
 
 TASK = "write the report"
+
+
+def runtime(llm, reg, **kw) -> AgentRuntime:
+    """A runtime with chapter 13's approval gate attached."""
+    return AgentRuntime(llm, reg, extensions=[Approval()], **kw)
 
 
 def tools(ran: Counter) -> ToolRegistry:
@@ -54,7 +61,7 @@ def cm_factory(request, tmp_path):
 
 def pause(cm_factory, ran):
     cm = cm_factory()
-    r = AgentRuntime(model().llm(), tools(ran), checkpoints=cm).run(TASK)
+    r = runtime(model().llm(), tools(ran), checkpoints=cm).run(TASK)
     return cm, r
 
 
@@ -73,7 +80,7 @@ def test_a_gated_call_pauses_the_run_before_any_call_of_its_turn_runs(cm_factory
 def test_an_approved_call_runs_exactly_once(cm_factory):
     ran = Counter()
     cm, r = pause(cm_factory, ran)
-    rt = AgentRuntime(model().llm(), tools(ran), checkpoints=cm_factory())
+    rt = runtime(model().llm(), tools(ran), checkpoints=cm_factory())
     decision = rt.approve(r.run_id, r.pending_approvals[0]["call_id"])
     assert decision["approved"] is True and ran == Counter()
     resumed_from = rt.checkpoints.list_checkpoints(r.run_id)[-1]["id"]
@@ -82,7 +89,7 @@ def test_an_approved_call_runs_exactly_once(cm_factory):
     assert ran == Counter({"search": 1, "write_file": 1})
     # The process dies before its last checkpoint and the run is resumed again from the
     # approval: the tool-result log answers, nothing runs twice.
-    again = AgentRuntime(model().llm(), tools(ran), checkpoints=cm_factory())
+    again = runtime(model().llm(), tools(ran), checkpoints=cm_factory())
     assert again.run(TASK, resume_from=resumed_from).ok
     assert ran == Counter({"search": 1, "write_file": 1})
 
@@ -91,7 +98,7 @@ def test_a_rejected_call_never_runs_and_the_model_is_told_why(cm_factory):
     ran = Counter()
     cm, r = pause(cm_factory, ran)
     simulator = model()
-    rt = AgentRuntime(simulator.llm(), tools(ran), checkpoints=cm_factory())
+    rt = runtime(simulator.llm(), tools(ran), checkpoints=cm_factory())
     rt.reject(r.run_id, r.pending_approvals[0]["call_id"], reason="not in the shared folder")
     done = rt.run(TASK, resume_from="latest")
     assert done.ok and ran == Counter({"search": 1})
@@ -105,7 +112,7 @@ def test_undecided_calls_pause_again_and_bad_decisions_are_refused(cm_factory, t
     ran = Counter()
     cm, r = pause(cm_factory, ran)
     call_id = r.pending_approvals[0]["call_id"]
-    rt = AgentRuntime(model().llm(), tools(ran), checkpoints=cm_factory())
+    rt = runtime(model().llm(), tools(ran), checkpoints=cm_factory())
     again = rt.run(TASK, resume_from="latest")  # nobody decided yet
     assert again.state is RunState.PAUSED and again.pending_approvals == r.pending_approvals
     assert ran == Counter()
@@ -133,7 +140,7 @@ def test_a_policy_gates_only_the_calls_it_names(tmp_path):
                  description="Delete a file.", requires_approval=lambda a: a["path"].startswith("/etc"))
     llm = sim.Simulator(sim.Script([sim.call("delete", {"path": "tmp.txt"}),
                                     sim.call("delete", {"path": "/etc/hosts"}), sim.text("ok")])).llm()
-    r = AgentRuntime(llm, reg, checkpoints=CheckpointManager(tmp_path)).run("clean up")
+    r = runtime(llm, reg, checkpoints=CheckpointManager(tmp_path)).run("clean up")
     assert r.state is RunState.PAUSED and ran == Counter(["tmp.txt"])
     assert [p["arguments"] for p in r.pending_approvals] == [{"path": "/etc/hosts"}]
     assert reg.requires_approval("delete", {"path": "/etc/x"})
@@ -145,7 +152,7 @@ def test_a_policy_gates_only_the_calls_it_names(tmp_path):
 
 def test_without_checkpoints_the_run_pauses_and_approve_says_what_is_missing():
     ran = Counter()
-    rt = AgentRuntime(model().llm(), tools(ran))
+    rt = runtime(model().llm(), tools(ran))
     r = rt.run(TASK)
     assert r.state is RunState.PAUSED and ran == Counter()
     with pytest.raises(ConfigError) as info:
@@ -157,9 +164,21 @@ def test_without_checkpoints_the_run_pauses_and_approve_says_what_is_missing():
 
 def test_the_executor_refuses_a_gated_call_that_has_no_approval():
     ran = Counter()
+    for rt in (runtime(model().llm(), tools(ran)), AgentRuntime(model().llm(), tools(ran))):
+        [res] = rt.executor.execute([_Call("c1", "write_file", {"path": "p", "text": "t"})])
+        assert (res.success, res.error_code) == (False, "approval_required") and ran == Counter()
+
+
+def test_without_the_gate_a_gated_call_is_refused_not_run_and_approve_says_what_is_missing():
+    ran = Counter()
     rt = AgentRuntime(model().llm(), tools(ran))
-    [res] = rt.executor.execute([_Call("c1", "write_file", {"path": "p", "text": "t"})])
-    assert (res.success, res.error_code) == (False, "approval_required") and ran == Counter()
+    r = rt.run(TASK)
+    assert r.ok and ran == Counter({"search": 1})
+    [wf] = [c for c in r.tool_calls_made if c["name"] == "write_file"]
+    assert wf["error_code"] == "approval_required"
+    with pytest.raises(ConfigError) as info:
+        rt.approve(r.run_id, wf["id"])
+    assert info.value.code == "not_supported" and "Approval" in str(info.value)
 
 
 class _Call:
@@ -169,11 +188,11 @@ class _Call:
 
 def test_fleet_helpers_decide_from_a_store_url(redis_url):
     ran = Counter()
-    r = AgentRuntime(model().llm(), tools(ran), checkpoints=CheckpointManager(
+    r = runtime(model().llm(), tools(ran), checkpoints=CheckpointManager(
         "unused", store=redis_url)).run(TASK)
     call_id = r.pending_approvals[0]["call_id"]
     assert fleet.approve(redis_url, r.run_id, call_id)["approved"] is True
-    rt = AgentRuntime(model().llm(), tools(ran), checkpoints=CheckpointManager("unused", store=redis_url))
+    rt = runtime(model().llm(), tools(ran), checkpoints=CheckpointManager("unused", store=redis_url))
     assert rt.run(TASK, resume_from="latest").ok and ran["write_file"] == 1
     with pytest.raises(ConfigError):
         fleet.reject(redis_url, r.run_id, call_id, reason="late")
@@ -181,7 +200,7 @@ def test_fleet_helpers_decide_from_a_store_url(redis_url):
 
 def test_a_streamed_run_pauses_the_same_way(tmp_path):
     ran = Counter()
-    rt = AgentRuntime(model().llm(), tools(ran), checkpoints=CheckpointManager(tmp_path / "cp"))
+    rt = runtime(model().llm(), tools(ran), checkpoints=CheckpointManager(tmp_path / "cp"))
     events = list(rt.run_stream(TASK))
     done = events[-1]
     assert (done["state"], done["stopped_reason"]) == ("paused", "awaiting_approval")
@@ -193,6 +212,7 @@ WORKER = '''
 import sys
 from agentlab import sim
 from agentlab.checkpoints import CheckpointManager
+from agentlab.approval import Approval
 from agentlab.runtime import AgentRuntime
 from agentlab.tools import ToolRegistry
 
@@ -206,7 +226,7 @@ def write_file(path: str) -> str:
 
 reg.register(write_file, description="Write a file.", requires_approval=True)
 llm = sim.Simulator(sim.Script([sim.call("write_file", {"path": "r.md"}), sim.text("ok")])).llm()
-r = AgentRuntime(llm, reg, checkpoints=CheckpointManager("unused", store=url)).run(
+r = AgentRuntime(llm, reg, extensions=[Approval()], checkpoints=CheckpointManager("unused", store=url)).run(
     "write it", resume_from=resume)
 print(r.state.value, r.run_id, *[p["call_id"] for p in r.pending_approvals])
 '''

@@ -426,30 +426,34 @@ def test_replayed_results_are_flagged_on_the_tool_end_event(tmp_path):
     assert ends == [("step", True)] * 3 + [("step", False)] * 3
 
 
-class ReportsEachResult(ToolExecutor):
-    """An executor that calls ``on_result`` as each call completes (what the durable executor
-    uses when the executor offers it)."""
+class SeesEachBatch(ToolExecutor):
+    """A user's executor that speaks batches: ``run(batch)`` gets every option (key prefix,
+    result callback, cancel) the durable executor hands on."""
 
-    def execute_parallel(self, tool_calls, timeout=None, *, idempotency_prefix=None,
-                         on_result=None):
-        results = super().execute_parallel(tool_calls, timeout,
-                                           idempotency_prefix=idempotency_prefix)
-        for r in results:
-            on_result(r)
-        return results
+    def run(self, batch):
+        assert batch.key_prefix and batch.on_result is not None and batch.cancel is not None
+        return super().run(batch)
 
 
-class CannotReport(ToolExecutor):
-    """An executor without ``on_result``: the durable executor waits for each call itself."""
+class OnlyExecute:
+    """A user's executor written against ``execute``/``execute_parallel`` alone (API.md)."""
 
-    def execute_parallel(self, tool_calls, timeout=None, *, idempotency_prefix=None):
-        return super().execute_parallel(tool_calls, timeout, idempotency_prefix=idempotency_prefix)
+    def __init__(self, reg):
+        self.inner = ToolExecutor(reg)
+
+    def execute(self, calls, timeout=None):
+        return self.inner.execute(calls, timeout)
+
+    def execute_parallel(self, calls, timeout=None):
+        return self.inner.execute_parallel(calls, timeout)
 
 
-@pytest.mark.parametrize("executor, extra_threads", [(ReportsEachResult, False),
-                                                     (ToolExecutor, False),
-                                                     (CannotReport, True)])
-def test_parallel_batches_run_on_the_wrapped_executors_workers(tmp_path, executor, extra_threads):
+@pytest.mark.parametrize("executor, keyed", [(ToolExecutor, True), (SeesEachBatch, True),
+                                             (OnlyExecute, False)])
+def test_parallel_batches_run_on_the_wrapped_executor_and_are_logged(tmp_path, executor, keyed):
+    """One ``ToolBatch`` goes through the durable wrapper: an executor with ``run(batch)`` gets
+    the idempotency prefix and reports each result; one with only ``execute*`` still runs the
+    batch in parallel and every result is logged (it cannot receive a key prefix)."""
     seen = []
     reg = ToolRegistry()
 
@@ -460,17 +464,33 @@ def test_parallel_batches_run_on_the_wrapped_executors_workers(tmp_path, executo
         Args:
             n: which step.
         """
-        seen.append((idempotency_key, any(t.name.startswith("agentlab-durable")
-                                          for t in threading.enumerate())))
+        seen.append(idempotency_key)
         return f"step {n} done"
     llm = sim.Simulator(sim.Script([[sim.call("step", {"n": i}) for i in (1, 2, 3)],
                                     sim.text("done")])).llm()
     cm = CheckpointManager(tmp_path / "cp")
     r = AgentRuntime(llm, reg, executor=executor(reg), checkpoints=cm).run("three at once")
     assert r.ok and len(cm.completed_tool_calls(r.run_id)) == 3
-    assert sorted(key for key, _ in seen) == sorted(idempotency_key(r.run_id, c["id"])
-                                                    for c in r.tool_calls_made)
-    assert {threads for _, threads in seen} == {extra_threads}  # waiter threads only without on_result
+    expected = [idempotency_key(r.run_id, c["id"]) if keyed else c["id"] for c in r.tool_calls_made]
+    assert sorted(seen) == sorted(expected)
+
+
+def test_a_foreign_executors_results_are_logged_as_each_call_returns(tmp_path):
+    """An executor with only execute/execute_parallel gets the calls one at a time, so the fast
+    call is in the durable log while the slow one of the same parallel batch still runs."""
+    seen: dict = {}
+    cm = CheckpointManager(tmp_path / "cp")
+    reg = ToolRegistry()
+    reg.register(lambda: "fast", name="fast", description="Fast.")
+
+    def slow() -> str:
+        threading.Event().wait(0.3)
+        seen["logged"] = sorted(r["name"] for r in cm.completed_tool_calls(rt.context.run_id).values())
+        return "slow"
+    reg.register(slow, description="Slow.")
+    llm = sim.Simulator(sim.Script([[sim.call("slow", {}), sim.call("fast", {})], sim.text("ok")])).llm()
+    rt = AgentRuntime(llm, reg, executor=OnlyExecute(reg), checkpoints=cm)
+    assert rt.run("both").ok and seen["logged"] == ["fast"]
 
 
 def test_extension_events_land_on_the_observer_of_their_own_run(tmp_path):

@@ -2,7 +2,7 @@
 streams without a finish reason, empty answers, tool calls without ids.
 
 The client (``agentlab.llm``) keeps what the provider said; the runtime decides what a run
-does with it (``agentlab/runtime/steps.py``: ``_stop_if_refused``, ``_cut_short``).
+does with it (``agentlab/runtime/turn.py``: ``_stop_if_refused``, ``CUT_SHORT``).
 """
 from __future__ import annotations
 

@@ -19,7 +19,8 @@ public seam (``agentlab.runtime.context``) and nowhere else; the loop does not k
    state (``"error"``, ``"exhausted"``, ``"cancelled"``), resumable, e.g. with a larger
    ``max_turns``. An unfinished tool batch at the end of the history is cut off (kept in
    ``metadata["unsafe_tail"]``).
-3. **A wrapped executor** (``DurableExecutor`` around ``runtime.executor``). A call whose
+3. **A wrapped executor** (``DurableExecutor`` around ``runtime.executor``; it takes the turn's
+   ``ToolBatch`` and hands a copy on with its own result callback). A call whose
    result is in the durable log is not run again: the recorded result comes back as a
    ``ReplayedResult`` (``replayed=True``, which the runtime puts on the ``tool_end`` event).
    Every other call runs on the wrapped executor, with the idempotency prefix ``"<run_id>:"``
@@ -40,28 +41,27 @@ recorded). That is what the idempotency key is for.
 """
 from __future__ import annotations
 
-import inspect
 import logging
 import threading
-import time
-from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Iterable
+from typing import Any
 
 from ..errors import AgentError, CheckpointError, ConfigError
 from ..executor import ToolResult
+from ..executor.batch import BatchExecutor, ToolBatch, run_batch
 from ..redaction import client_api_key, register_secret
 from ..runtime.context import LAST_RUN_KEY, RunContext
 from .resume_checks import check_metadata, same_task, task_digest
 from .safe_point import unsafe_index
 
 __all__ = ["attach", "DurableRuns", "DurableExecutor", "ReplayedResult", "idempotency_key",
-           "NOT_RUN_CODES", "EVENTS"]
+           "run_metadata", "NOT_RUN_CODES", "EVENTS"]
 
 logger = logging.getLogger(__name__)
 
-#: Error codes of calls that never started (deadline, cancel, saturation): not recorded, so a
-#: resumed run may still run them.
-NOT_RUN_CODES = frozenset({"deadline_exceeded", "not_executed", "executor_saturated"})
+#: Error codes of calls that never started (deadline, cancel, saturation, no approval yet): not
+#: recorded, so a resumed run may still run them.
+NOT_RUN_CODES = frozenset({"deadline_exceeded", "not_executed", "executor_saturated",
+                           "approval_required"})
 #: The extension events a durable runtime emits.
 EVENTS = ("checkpoint_saved", "run_resumed")
 
@@ -69,6 +69,15 @@ EVENTS = ("checkpoint_saved", "run_resumed")
 def idempotency_key(run_id: str, tool_call_id: str) -> str:
     """The key a side-effecting tool gets: the same for a call and for its replay after a resume."""
     return f"{run_id}:{tool_call_id}"
+
+
+def run_metadata(due: str, task: str, *, model: str | None, tools: list[str],
+                 usage: dict | None = None, elapsed_s: float = 0.0, **extra: Any) -> dict:
+    """The metadata of a run's checkpoint (one writer: this module and the fleet's first
+    checkpoint): why it was saved, the task and its digest, model, tools, usage, time used."""
+    return {"saved_due_to": due, "task": task, "task_sha256": task_digest(task), "model": model,
+            "tools": sorted(tools), "usage": dict(usage or {}),
+            "elapsed_s": round(float(elapsed_s), 6), **extra}
 
 
 class ReplayedResult(ToolResult):
@@ -135,7 +144,8 @@ class DurableRuns:
         ctx.restore(run_id=cp.run_id, turns=cp.turn, usage=meta.get("usage") or {},
                     elapsed_s=float(meta.get("elapsed_s") or 0.0),
                     tool_calls_made=cp.tool_calls_made, resumed_from=cp.id,
-                    task=ctx.task or meta.get("task"), held_turn=meta.get("held_turn"))
+                    task=ctx.task or meta.get("task"), held_turn=meta.get("held_turn"),
+                    extensions=meta.get("extensions"))
         rt.messages.restore(cp.messages)
         if rt.state is not None:
             for key, value in cp.state.items():
@@ -174,7 +184,7 @@ class DurableRuns:
         if ctx is None or ctx.run_id != self._run_id:
             return  # this extension never saw the run start
         name = result.state.value  # finished, error, exhausted, cancelled, paused
-        held = {"held_turn": ctx.held_turn} if ctx.held_turn is not None else {}  # approval
+        held = {"held_turn": ctx.held_turn} if ctx.held_turn is not None else {}  # a paused turn
         self.save(ctx, "completed" if name == "finished" else name,
                   stopped_reason=result.stopped_reason, errors=list(ctx.errors), **held)
 
@@ -183,10 +193,11 @@ class DurableRuns:
         """Save a checkpoint of the run now (``saved_due_to=due``); never raises."""
         rt = self.runtime
         messages = rt.messages.get_messages()
-        meta = {"saved_due_to": due, "task": ctx.task, "task_sha256": task_digest(ctx.task),
-                "model": getattr(rt.llm, "model", None),
-                "tools": sorted(rt.registry.list_tools()), "usage": dict(ctx.usage),
-                "elapsed_s": round(ctx.elapsed_ms() / 1000.0, 6), **extra}
+        if ctx.extensions:  # the gates' own state (e.g. approval decisions)
+            extra = {"extensions": ctx.extensions, **extra}
+        meta = run_metadata(due, ctx.task, model=getattr(rt.llm, "model", None),
+                            tools=rt.registry.list_tools(), usage=ctx.usage,
+                            elapsed_s=ctx.elapsed_ms() / 1000.0, **extra)
         bad = unsafe_index(messages)
         if bad is not None:  # only after a failure: a checkpoint must be a valid conversation
             meta["unsafe_tail"], messages = messages[bad[0]:], messages[:bad[0]]
@@ -221,45 +232,38 @@ class DurableRuns:
                                  f"{exc}. The run goes on; a resume may repeat this work"))
 
 
-class DurableExecutor:
+class DurableExecutor(BatchExecutor):
     """The runtime's executor with a durable log: replays logged calls, records the rest.
 
-    Wraps ``inner`` (the runtime's ``ToolExecutor``); other attributes are the inner one's.
+    Wraps ``inner`` (the runtime's executor); other attributes are the inner one's. The calls
+    that must run go on to ``inner`` as a copy of the batch whose result callback records each
+    result durably the moment it is known (then tells the batch's own callback).
     """
 
     def __init__(self, inner: Any, runs: DurableRuns) -> None:
         self.inner, self.runs = inner, runs
-        self._accepts = {name: set(inspect.signature(getattr(inner, name)).parameters)
-                         for name in ("execute", "execute_parallel")}
 
     def __getattr__(self, name: str) -> Any:  # max_workers, abandoned_threads, ...
         if name.startswith("_") or name == "inner":
             raise AttributeError(name)
         return getattr(self.inner, name)
 
-    def execute(self, tool_calls: Iterable[Any], timeout: float | None = None, *,
-                cancel: Any = None) -> list:
-        """Run the calls one after another; each is recorded before the next starts.
-        ``cancel`` (the runtime's cancel event) goes to the inner executor when it takes one."""
-        return self._run(list(tool_calls), timeout, parallel=False, cancel=cancel)
-
-    def execute_parallel(self, tool_calls: Iterable[Any], timeout: float | None = None, *,
-                         cancel: Any = None) -> list:
-        """Run the calls on the inner executor's workers; each is recorded as it completes."""
-        return self._run(list(tool_calls), timeout, parallel=True, cancel=cancel)
-
-    def _run(self, calls: list, timeout: float | None, parallel: bool, cancel: Any) -> list:
-        ctx = self.runs.runtime.context
-        name = "execute_parallel" if parallel else "execute"
-        extra = {"cancel": cancel} if cancel is not None and "cancel" in self._accepts[name] else {}
+    def run(self, batch: ToolBatch) -> list:
+        ctx, runs = self.runs.runtime.context, self.runs
         if ctx is None:  # not inside a run: nothing to log against
-            return getattr(self.inner, name)(calls, timeout=timeout, **extra)
+            return run_batch(self.inner, batch)
+        calls = list(batch.calls)
         results = self._replay(ctx, calls)
         todo = [i for i, r in enumerate(results) if r is None]
+        for r in results:
+            if r is not None:
+                batch.report(r)
         if todo:
-            batch = [calls[i] for i in todo]
-            kwargs: dict[str, Any] = {"timeout": timeout, **extra}
-            for i, result in zip(todo, self._execute(ctx, batch, parallel, kwargs)):
+            by_id = {str(calls[i].id): calls[i] for i in todo}
+            rest = batch.replace(calls=[calls[i] for i in todo],
+                                 key_prefix=idempotency_key(ctx.run_id, ""))
+            rest = rest.also_report(lambda r: runs.record(ctx, by_id[str(r.tool_call_id)], r))
+            for i, result in zip(todo, run_batch(self.inner, rest)):
                 results[i] = result
         return results
 
@@ -286,31 +290,3 @@ class DurableExecutor:
             if r is not None and str(call.id) != cid:  # new id, same call: log it under both
                 runs.record(ctx, call, r)
         return results
-
-    def _execute(self, ctx: RunContext, batch: list, parallel: bool, kwargs: dict) -> list:
-        """Run ``batch`` on the inner executor, recording each result as it completes."""
-        runs = self.runs
-        name = "execute_parallel" if parallel and len(batch) > 1 else "execute"
-        accepts = self._accepts[name]
-        if "idempotency_prefix" in accepts:
-            kwargs["idempotency_prefix"] = idempotency_key(ctx.run_id, "")
-        if "on_result" in accepts:  # the executor reports each result as it completes
-            by_id = {str(c.id): c for c in batch}
-            return getattr(self.inner, name)(batch, on_result=lambda r: runs.record(
-                ctx, by_id[str(r.tool_call_id)], r), **kwargs)
-        deadline = None if kwargs["timeout"] is None else time.monotonic() + kwargs["timeout"]
-
-        def one(call: Any) -> Any:  # one call at a time, recorded before it counts as done
-            left = None if deadline is None else max(deadline - time.monotonic(), 0.0)
-            result = self.inner.execute([call], **{**kwargs, "timeout": left})[0]
-            runs.record(ctx, call, result)
-            return result
-
-        if name == "execute":
-            return [one(call) for call in batch]
-        # An executor that cannot report results as they complete (no ``on_result``): wait for
-        # each call on its own thread, at most ``max_workers`` at once; the tools still run on
-        # the inner executor's workers.
-        workers = min(len(batch), int(getattr(self.inner, "max_workers", 4) or 1))
-        with ThreadPoolExecutor(workers, thread_name_prefix="agentlab-durable") as pool:
-            return list(pool.map(one, batch))

@@ -32,7 +32,10 @@ bound is not recorded: it says nothing about the tool).
 What is checked before a call starts (name, arguments, idempotency key, room, time left) is
 in ``preflight.py``.
 
-Cancellation: ``execute*(..., cancel=event)`` (a ``threading.Event``, the runtime's cancel flag)
+The batch and its options travel as one ``ToolBatch`` (``batch.py``): ``run(batch)``;
+``execute``/``execute_parallel`` are shorthands that build one.
+
+Cancellation: ``execute*(..., cancel=event)`` (``ToolBatch.cancel``) (a ``threading.Event``, the runtime's cancel flag)
 stops the batch within ``CANCEL_POLL_S`` of the event being set, with the timeout machinery:
 running calls are cancelled (async) or abandoned (sync) and reported ``cancelled``, calls not
 started yet ``not_executed``.
@@ -53,14 +56,15 @@ from ..tools import ToolRegistry
 from .aio import LoopRunner
 from .calls import CallState, call_ids, enforced_s, report_execution
 from .preflight import preflight
-from .results import OnResult, Results, ToolResult, failed_result, render_result, safe_str
+from .batch import POLL_S, ToolBatch
+from .results import OnResult, ToolResult, failed_result, not_run, render_result, safe_str
 from .threads import (WorkerPool, abandoned_threads as _process_abandoned, call_sync, check_capacity,
                       register_abandoned, release_abandoned)
 
 __all__ = ["ToolExecutor", "CANCEL_POLL_S"]
 
 #: How often a batch given a ``cancel`` event looks at it (seconds).
-CANCEL_POLL_S = 0.02
+CANCEL_POLL_S = POLL_S
 
 logger = logging.getLogger(__name__)
 
@@ -100,24 +104,28 @@ class ToolExecutor:
         weakref.finalize(self, self._loop.close)
 
     # -- public API ---------------------------------------------------------------------------
+    def run(self, batch: ToolBatch) -> list[ToolResult]:
+        """Run a ``ToolBatch`` (``agentlab.executor.batch``): serially, or up to ``max_workers``
+        calls at once when ``batch.parallel``; results in call order. Each result is reported
+        (``batch.report``, e.g. to record it durably in chapter 11) the moment it is known."""
+        return self._run_safely(batch, self.max_workers if batch.parallel else 1)
+
     def execute(self, tool_calls: Iterable[Any], timeout: float | None = None, *,
                 idempotency_prefix: str | None = None, cancel: threading.Event | None = None,
                 on_result: OnResult | None = None) -> list[ToolResult]:
-        """Run the calls one after another, each bounded by its timeout.
-
-        ``on_result(result)`` is called for each result the moment it is known (before the
-        batch ends), e.g. to record it durably (chapter 11); what it raises is logged.
-        """
-        return self._run_safely(tool_calls, 1, timeout, idempotency_prefix, cancel, on_result)
+        """Run the calls one after another, each bounded by its timeout (``run`` shorthand)."""
+        return self.run(ToolBatch.of(tool_calls, timeout, key_prefix=idempotency_prefix,
+                                     cancel=cancel, on_result=on_result))
 
     def execute_parallel(self, tool_calls: Iterable[Any], timeout: float | None = None, *,
                          idempotency_prefix: str | None = None,
                          cancel: threading.Event | None = None,
                          on_result: OnResult | None = None) -> list[ToolResult]:
-        """Run up to ``max_workers`` calls at once; results in call order (``on_result`` as
-        in ``execute``, in completion order)."""
-        return self._run_safely(tool_calls, self.max_workers, timeout, idempotency_prefix, cancel,
-                                on_result)
+        """Run up to ``max_workers`` calls at once; results in call order (``on_result`` is
+        told in completion order). A ``run`` shorthand."""
+        return self.run(ToolBatch.of(tool_calls, timeout, parallel=True,
+                                     key_prefix=idempotency_prefix, cancel=cancel,
+                                     on_result=on_result))
 
     @property
     def abandoned_threads(self) -> int:
@@ -150,17 +158,15 @@ class ToolExecutor:
                 for r in results]
 
     # -- the batch loop -----------------------------------------------------------------------
-    def _run_safely(self, tool_calls: Iterable[Any], concurrency: int, timeout: Any,
-                    prefix: str | None, cancel: Any = None,
-                    on_result: OnResult | None = None) -> list[ToolResult]:
+    def _run_safely(self, batch: ToolBatch, concurrency: int) -> list[ToolResult]:
         """The batch, behind a last boundary: an internal failure fails the calls without a
         result, each saying whether it had started (so the model knows what ran)."""
         states: list[CallState] = []
         results: list[ToolResult | None] = []
         try:
-            states = [CallState(i, c) for i, c in enumerate(tool_calls)]
-            results = Results(len(states), on_result)
-            self._run_batch(states, concurrency, timeout, prefix, results, cancel)
+            states = [CallState(i, c) for i, c in enumerate(batch.calls)]
+            results = [None] * len(states)
+            self._run_batch(states, concurrency, batch, results)
         except Exception as exc:  # noqa: BLE001 - the executor never raises
             logger.exception("tool batch failed")
             for st in states:
@@ -168,37 +174,43 @@ class ToolExecutor:
                     call_id, name = call_ids(st.call)
                     ran = ("had started and may have completed its effects" if st.started
                            else "was not run")
-                    results[st.index] = failed_result(
+                    self._done(batch, results, st.index, failed_result(
                         call_id, name, "executor_error", f"The executor failed "
                         f"({type(exc).__name__}: {safe_str(exc)}); '{name}' {ran}.", 0.0,
-                        st.started, None, self.max_output_chars)
+                        st.started, None, self.max_output_chars))
         return list(results)  # type: ignore[arg-type]
 
-    def _run_batch(self, states: list[CallState], concurrency: int, timeout: Any,
-                   prefix: str | None, results: list, cancel: Any) -> None:
+    @staticmethod
+    def _done(batch: ToolBatch, results: list, index: int, result: ToolResult) -> None:
+        """A call's result is known: keep it in its slot and report it at once."""
+        results[index] = result
+        batch.report(result)
+
+    def _run_batch(self, states: list[CallState], concurrency: int, batch: ToolBatch,
+                   results: list) -> None:
         """Start up to ``concurrency`` calls, wait for the first to finish or the nearest
         deadline, collect, repeat. Serial execution is the same loop with concurrency 1.
         A set ``cancel`` event stops the batch at once (``_interrupt``)."""
-        start = time.perf_counter()
+        start, cancel, timeout = time.perf_counter(), batch.cancel, batch.timeout()
         timeout = None if timeout is None or timeout == math.inf else float(timeout)
         if timeout is not None and math.isnan(timeout):
             raise ToolError("invalid_config", "the batch timeout is NaN")
         batch_deadline = None if timeout is None else start + max(0.0, timeout)
-        prefix = self.idempotency_prefix if prefix is None else prefix
+        prefix = self.idempotency_prefix if batch.key_prefix is None else batch.key_prefix
         pending = list(reversed(states))  # pop() from the end keeps call order
         running: list[CallState] = []
         cond = threading.Condition()
         with cond:
             while pending or running:
                 if cancel is not None and cancel.is_set():
-                    self._interrupt(pending, running, results)
+                    self._interrupt(pending, running, results, batch)
                     return
                 # 1. start calls while there is room (rejected calls finish at once)
                 while pending and len(running) < concurrency:
                     state = pending.pop()
-                    early = self._prepare(state, batch_deadline, prefix)
+                    early = self._prepare(state, batch_deadline, prefix, batch.approved)
                     if early is not None:
-                        results[state.index] = early
+                        self._done(batch, results, state.index, early)
                     else:
                         self._start(state, cond)
                         running.append(state)
@@ -214,18 +226,18 @@ class ToolExecutor:
                 now = time.perf_counter()
                 for state in list(running):
                     if state.done:
-                        results[state.index] = self._finish(state)
+                        self._done(batch, results, state.index, self._finish(state))
                     elif now >= state.deadline:
-                        results[state.index] = self._abandon(state, now)
+                        self._done(batch, results, state.index, self._abandon(state, now))
                     else:
                         continue
                     running.remove(state)
 
-    def _prepare(self, state: CallState, batch_deadline: float | None,
-                 prefix: str) -> ToolResult | None:
+    def _prepare(self, state: CallState, batch_deadline: float | None, prefix: str,
+                 approved: frozenset) -> ToolResult | None:
         """Check and time one call (``preflight.py``); a ``ToolResult`` if it must not run."""
         refusal = preflight(state, self.registry, prefix, batch_deadline, self.timeout_manager,
-                            self.default_timeout, self._check_capacity)
+                            self.default_timeout, self._check_capacity, approved)
         if refusal is None:
             return None
         call_id, name = call_ids(state.call)
@@ -285,16 +297,16 @@ class ToolExecutor:
         logger.info("tool '%s' failed: %s", name, text)
         return self._failed(call_id, name, code, text, elapsed_ms, state.started, limit)
 
-    def _interrupt(self, pending: list[CallState], running: list[CallState], results: list) -> None:
+    def _interrupt(self, pending: list[CallState], running: list[CallState], results: list,
+                   batch: ToolBatch) -> None:
         """The run was cancelled: stop the running calls, skip the pending ones."""
         now = time.perf_counter()
         for state in running:
-            results[state.index] = self._finish(state) if state.done else \
-                self._abandon(state, now, cancelled=True)
-        for state in pending:
-            call_id, name = call_ids(state.call)
-            results[state.index] = self._failed(call_id, name, "not_executed", f"'{name}' was "
-                                                "not run: the run was cancelled.", 0.0)
+            self._done(batch, results, state.index, self._finish(state) if state.done else
+                       self._abandon(state, now, cancelled=True))
+        for state, result in zip(pending, not_run([s.call for s in pending], "not_executed",
+                                                  "not executed: the run was cancelled")):
+            self._done(batch, results, state.index, result)
 
     def _abandon(self, state: CallState, now: float, cancelled: bool = False) -> ToolResult:
         """Stop waiting for a call that timed out (or whose run was ``cancelled``)."""

@@ -6,6 +6,9 @@ the call, returning ``(error_code, text)`` for a failed ``ToolResult``, or fills
 
 - an unknown tool (``tool_not_found``, the text lists the available tools);
 - arguments that are not a JSON object or fail ``ToolRegistry.validate`` (``invalid_arguments``);
+- a call the registry says needs a human's approval (``requires_approval``, chapter 13) whose
+  id is not among the batch's ``approved`` ids (``approval_required``): such a call never runs
+  without approval, whatever executor stack it goes through;
 - a sync call while too many abandoned threads still run (``executor_saturated``);
 - a call the batch has no time left for (``deadline_exceeded``).
 
@@ -37,7 +40,8 @@ logger = logging.getLogger(__name__)
 
 def preflight(state: CallState, registry: ToolRegistry, prefix: str,
               batch_deadline: float | None, timeout_manager: Any, default_timeout: float,
-              check_capacity: Callable[[str], None]) -> tuple[str, str] | None:
+              check_capacity: Callable[[str], None],
+              approved: frozenset = frozenset()) -> tuple[str, str] | None:
     """Check and time one call: ``(error_code, text)`` if it must not run, else None.
 
     ``check_capacity(name)`` raises an ``AgentError`` when the executor has no room for the
@@ -56,6 +60,9 @@ def preflight(state: CallState, registry: ToolRegistry, prefix: str,
         # a private deep copy: what the tool mutates is not what the caller recorded
         kwargs = registry.validate(name, copy.deepcopy(getattr(call, "arguments", None)))
         options = registry.get_options(name)
+        if call_id not in approved and _needs_approval(registry, name, call.arguments):
+            raise ToolError("approval_required", f"'{name}' was not run: this call needs a "
+                            "human's approval first.")
         if options.get("idempotency_key"):
             kwargs[IDEMPOTENCY_PARAM] = f"{prefix}{call_id}"
         check_capacity(name)
@@ -75,3 +82,8 @@ def preflight(state: CallState, registry: ToolRegistry, prefix: str,
                                          "step ran out before it could start. Retry it in a "
                                          "later step if it is still needed.")
     return None
+
+
+def _needs_approval(registry: Any, name: str, arguments: dict) -> bool:
+    needs = getattr(registry, "requires_approval", None)
+    return bool(needs is not None and needs(name, arguments))

@@ -16,7 +16,8 @@ The error codes of a failed result, and what its text tells the model:
     cancelled                 the run was cancelled while the call ran (cancelled or abandoned)
     tool_result_unrenderable  the call ran, but its result has no text form
     deadline_exceeded         the batch ``timeout`` ran out before the call could start
-    not_executed              the run was cancelled before the call could start
+    not_executed              the call was not started (a cancel, a stop, a lost lease): ``not_run``
+    approval_required         the tool needs a human's approval and the batch carries none
     executor_saturated        too many abandoned calls are still running
     executor_error            an internal failure; the text says whether the call had started
 """
@@ -26,15 +27,12 @@ import dataclasses
 import datetime as _dt
 import enum
 import json
-import logging
 from dataclasses import dataclass, field
 from pathlib import PurePath
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 __all__ = ["ToolResult", "to_text", "safe_str", "render_result", "failed_result", "OnResult",
-           "Results"]
-
-logger = logging.getLogger(__name__)
+           "not_run"]
 
 
 @dataclass
@@ -126,21 +124,17 @@ def render_result(call_id: str, name: str, value: Any, ms: float, started: float
     return ToolResult(call_id, name, text, True, ms, None, started, timeout_s)
 
 
-#: ``on_result(result)``: told of each result as soon as it is known.
+#: ``on_result(result)``: told of each result as soon as it is known (``ToolBatch.report``).
 OnResult = Callable[[ToolResult], Any]
 
 
-class Results(list):
-    """The batch's result slots; setting one also tells ``on_result`` (if any) at once."""
+def not_run(calls: Iterable[Any], code: str, why: str) -> list[ToolResult]:
+    """A failed result for each call that has no result of its own: the one text for "this
+    call did not run" (a cancel, a stop before the tools, a lost lease, an abandoned batch).
 
-    def __init__(self, n: int, on_result: OnResult | None) -> None:
-        super().__init__([None] * n)
-        self._on_result = on_result
-
-    def __setitem__(self, index: Any, result: Any) -> None:
-        super().__setitem__(index, result)
-        if self._on_result is not None and result is not None:
-            try:
-                self._on_result(result)
-            except Exception:  # noqa: BLE001 - a listener's failure must not lose the result
-                logger.exception("on_result failed for %s", getattr(result, "tool_call_id", "?"))
+    ``code`` is the ``error_code`` (``not_executed``, ``cancelled``, ...); ``why`` says what
+    happened and, when the call may have started, what the model should check.
+    """
+    return [failed_result(safe_str(getattr(c, "id", "")), safe_str(getattr(c, "name", "")), code,
+                          f"'{safe_str(getattr(c, 'name', ''))}' has no result: {why}.", 0.0)
+            for c in calls]

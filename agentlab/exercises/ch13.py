@@ -2,8 +2,8 @@
 
 A fleet run paused because the model asked for a call that needs a human's approval: the whole
 turn was held (none of its calls ran). Later a person decided, and the run is resumed on some
-worker. The student writes the plan that resumed turn follows, as ``agentlab.runtime.approval``
-does (``_finish_held_turn`` and ``ApprovalExecutor``):
+worker. The student writes the plan that resumed turn follows, as ``agentlab.approval`` does
+(the ``Approval`` gate's ``before_tools`` and ``ApprovalExecutor``):
 
     plan_held_turn(calls, gated, decisions) ->
         {"pause": [ids]}                         if a gated call has no decision yet, else
@@ -25,7 +25,7 @@ __all__ = ["check_held_turn_plan", "rejection_text"]
 
 
 def rejection_text(reason: str = "") -> str:
-    """What the model is told about a rejected call (``agentlab.runtime.approval``'s words)."""
+    """What the model is told about a rejected call (``agentlab.approval``'s words)."""
     return ("Rejected by a human reviewer" + (f": {reason}" if reason else "")
             + ". The call was not run; do not retry it unchanged.")
 

@@ -6,6 +6,7 @@ model unless the environment names an endpoint), with chapter 11's checkpoints o
 workers share, and plugs the fleet in at the runtime's public seams only:
 
 - the executor: ``GuardedExecutor`` around the ``ToolExecutor`` (lease, ledger, tool limits);
+- a gate: chapter 13's ``Approval`` (calls that need a human pause the run);
 - the checkpoint store: ``FencedBackend`` around the shared backend (writes need the lease);
 - hooks: ``turn_start`` / ``turn_end`` go to the ledger (a turn's end only while the lease
   holds), and ``turn_start`` is a safe point at which a cancel flag or a lost lease turns into
@@ -21,7 +22,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
+from ..approval import Approval
 from ..checkpoints import CheckpointManager
+from ..checkpoints.durable import run_metadata
 from ..checkpoints.store import make_backend
 from ..executor import ToolExecutor
 from ..llm import LLMClient
@@ -87,7 +90,7 @@ def build_runtime(at: Attempt) -> AgentRuntime:
                            max_checkpoints=None, store=store, run_id=at.run_id)
     config = RuntimeConfig(max_turns=spec.max_turns, max_total_time=600.0)
     rt = AgentRuntime(fleet_llm(spec), registry, SYSTEM_PROMPT, config, executor=guarded,
-                      checkpoints=cm)
+                      extensions=[Approval()], checkpoints=cm)
 
     def turn_start(event: dict) -> None:  # a safe point: stop here if asked to, or superseded
         at.ledger.step(at.run_id, event["turn"], "turn_start", at.token, at.worker)
@@ -110,6 +113,6 @@ def start_reference(rt: AgentRuntime, run_id: str, task: str) -> str:
     if saved:
         return saved[-1]["id"]
     messages = rt.messages.get_messages() + [{"role": "user", "content": task}]
-    meta = {"saved_due_to": "start", "task": task, "model": getattr(rt.llm, "model", None),
-            "tools": sorted(rt.registry.list_tools()), "usage": {}, "elapsed_s": 0.0}
+    meta = run_metadata("start", task, model=getattr(rt.llm, "model", None),
+                        tools=rt.registry.list_tools())
     return cm.save(0, messages, {}, [], meta, run_id=run_id)

@@ -3,7 +3,7 @@
 Part of ``notebooks/13_fleet.ipynb``. The fleet's CLI and widgets decide without a runtime: they
 name the checkpoint store (a ``redis://`` URL, a ``.db`` path, a JSON checkpoint folder, or a
 ``CheckpointManager``) and the run; the decision is written into the run's checkpoint
-(``agentlab.runtime.approval.record_decision``), and whichever worker resumes the run next
+(``agentlab.approval.record_decision``), and whichever worker resumes the run next
 finishes its held turn.
 """
 from __future__ import annotations
@@ -12,7 +12,7 @@ import os
 from typing import Any
 
 from ..checkpoints import CheckpointManager
-from ..runtime.approval import record_decision
+from ..approval import record_decision
 
 __all__ = ["approve", "reject", "checkpoint_manager"]
 

@@ -5,7 +5,9 @@ and giving its checkpoint manager a store; the fleet adds two more wrappers at t
 so the loop and the durable layer stay unchanged:
 
 - ``GuardedExecutor`` sits *inside* chapter 11's ``DurableExecutor``, so it only sees calls
-  that really run (a call answered from the durable log never reaches it). For each call it
+  that really run (a call answered from the durable log never reaches it). It takes the
+  turn's ``ToolBatch`` (deadline, cancel, result callback, key prefix, approvals) and hands
+  each call on in a copy of it, so a cancel stops the fleet's runs as fast as any. For each call it
   (1) checks the lease's fencing token, and refuses to run the call when it is stale (the run
   has a newer holder; the call comes back ``not_executed``, which the log does not record),
   (2) counts the execution in the ledger under its idempotency key, (3) takes the tool's
@@ -18,11 +20,14 @@ from __future__ import annotations
 
 import os
 import signal
+import threading
 import time
-from typing import Any, Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Callable
 
 from ..errors import AgentError
-from ..executor import ToolResult
+from ..executor import not_run
+from ..executor.batch import BatchExecutor, ToolBatch, run_batch
 from .ledger import Ledger
 from .limits import ToolSemaphore
 
@@ -37,7 +42,7 @@ class LeaseLostError(AgentError):
                          "stops without writing", details={"run_id": run_id})
 
 
-class GuardedExecutor:
+class GuardedExecutor(BatchExecutor):
     """The tool executor of a fleet run (see the module docstring).
 
     Args:
@@ -60,21 +65,22 @@ class GuardedExecutor:
         self.tool_latency_s, self.crash_on_tool, self.on_lost = tool_latency_s, crash_on_tool, on_lost
         self.max_workers = getattr(inner, "max_workers", 4)
 
-    def execute(self, tool_calls: Iterable[Any], timeout: float | None = None, *,
-                idempotency_prefix: str | None = None) -> list:
-        """Run the calls one after another, each guarded (see the class docstring)."""
-        return [self._one(call, timeout, idempotency_prefix) for call in tool_calls]
+    def run(self, batch: ToolBatch) -> list:
+        """Each call guarded (see the class docstring); at most ``max_workers`` at once when
+        the batch is parallel. Results in call order, each reported as it is known."""
+        calls = list(batch.calls)
+        if not batch.parallel or len(calls) < 2:
+            return [self._one(call, batch) for call in calls]
+        with ThreadPoolExecutor(min(len(calls), int(self.max_workers or 1)),
+                                thread_name_prefix="agentlab-guarded") as pool:
+            return list(pool.map(lambda call: self._one(call, batch), calls))
 
-    def execute_parallel(self, tool_calls: Iterable[Any], timeout: float | None = None, *,
-                         idempotency_prefix: str | None = None) -> list:
-        """The durable layer calls ``execute`` one call per thread; this is the fallback."""
-        return self.execute(tool_calls, timeout, idempotency_prefix=idempotency_prefix)
-
-    def _one(self, call: Any, timeout: float | None, prefix: str | None) -> Any:
+    def _one(self, call: Any, batch: ToolBatch) -> Any:
         if not self.lease_ok():  # 1. a stale holder must not act
             self.on_lost()
-            return ToolResult(call.id, call.name, "Error: not executed: this worker lost the "
-                              "run's lease", False, 0.0, "not_executed")
+            return self._skip(call, batch, "not executed: this worker lost the run's lease")
+        if batch.cancelled():
+            return self._skip(call, batch, "not executed: the run was cancelled")
         key = f"{self.run_id}:{call.id}"
         self.ledger.call_started(self.run_id, key)  # 2. evidence, before anything happens
         if self.crash_on_tool == call.name:
@@ -85,14 +91,20 @@ class GuardedExecutor:
             slot.acquire()  # 3. the fleet-wide bound for this tool
         started = time.time()
         try:
-            if self.tool_latency_s:
-                time.sleep(self.tool_latency_s)
-            result = self.inner.execute([call], timeout=timeout, idempotency_prefix=prefix)[0]
+            if self.tool_latency_s:  # a simulated slow tool, cut short by a cancel
+                (batch.cancel or threading.Event()).wait(self.tool_latency_s)
+            result = run_batch(self.inner, batch.replace(calls=[call], parallel=False))[0]
             ended = time.time()
         finally:
             if slot is not None:
                 slot.release()
         self.ledger.call_finished(self.run_id, key, call.name, started, ended)
+        return result
+
+    @staticmethod
+    def _skip(call: Any, batch: ToolBatch, why: str) -> Any:
+        result = not_run([call], "not_executed", why)[0]
+        batch.report(result)
         return result
 
 

@@ -10,11 +10,12 @@ here make the two long waits of a turn interruptible, so a cancel takes effect w
   error), when it comes, is discarded. A streamed call is pumped by a worker
   (``iterate_unless_cancelled``), which closes the stream (and with it the HTTP response) as
   soon as it next gets control.
-* **A tool batch** gets the cancel event (``execute_unless_cancelled``): ``ToolExecutor``
-  stops waiting within ``POLL_S``, cancels the async calls, abandons the sync ones (Python
-  cannot kill a thread) and reports each as ``cancelled``; calls not started yet are
-  ``not_executed``. An executor that takes no ``cancel=`` (a wrapper) is waited for like a
-  model call and its calls reported ``cancelled``.
+* **A tool batch** carries the cancel event in its ``ToolBatch`` through every executor
+  wrapper (``agentlab.executor.batch``): ``ToolExecutor`` stops waiting within ``POLL_S``,
+  cancels the async calls, abandons the sync ones (Python cannot kill a thread) and reports
+  each as ``cancelled``; calls not started yet are ``not_executed``. An executor that has only
+  ``execute``/``execute_parallel`` is waited for in a worker like a model call
+  (``run_batch``) and its calls reported ``cancelled``.
 
 When is a cancel spent? Each ``cancel()`` is consumed by the first run that *ends* after it
 (whatever its state): sent before ``run()`` or as it starts, it cancels that run; sent during
@@ -24,19 +25,14 @@ the cancel is spent with it), so it never leaks into the next run.
 from __future__ import annotations
 
 import contextvars
-import inspect
 import queue
 import threading
 from typing import Any, Callable, Iterable, Iterator
 
-from ..executor import ToolResult
+from ..executor.batch import POLL_S
 from ..executor.threads import WorkerPool
 
-__all__ = ["POLL_S", "Interrupted", "call_unless_cancelled", "iterate_unless_cancelled",
-           "execute_unless_cancelled", "cancelled_results"]
-
-#: How often a wait looks at the cancel flag (seconds): the latency of a cancel.
-POLL_S = 0.02
+__all__ = ["POLL_S", "Interrupted", "call_unless_cancelled", "iterate_unless_cancelled"]
 
 _END = object()  # the pump's "no more items" marker
 _WORKERS = WorkerPool()  # daemon threads, reused (no thread exists until the first call)
@@ -115,31 +111,3 @@ def iterate_unless_cancelled(items: Iterable[Any], cancel: threading.Event) -> I
             yield item
     finally:
         stop.set()
-
-
-def cancelled_results(calls: list, why: str = "the run was cancelled") -> list[ToolResult]:
-    """A ``cancelled`` result per call, for calls abandoned with their batch."""
-    return [ToolResult(tool_call_id=c.id, name=c.name, success=False, error_code="cancelled",
-                       result=f"Tool '{c.name}' was interrupted: {why}. It may have done part "
-                       "of its work: check before calling it again.") for c in calls]
-
-
-def _takes_cancel(method: Any) -> bool:
-    try:
-        params = inspect.signature(method).parameters
-    except (TypeError, ValueError):
-        return False
-    return "cancel" in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
-
-
-def execute_unless_cancelled(executor: Any, calls: list, *, parallel: bool, timeout: float,
-                             cancel: threading.Event) -> list:
-    """One tool batch on ``executor``, interrupted within ``POLL_S`` of a cancel (see the
-    module docstring); results in call order, one per call."""
-    execute = executor.execute_parallel if parallel else executor.execute
-    if _takes_cancel(execute):
-        return execute(calls, timeout=timeout, cancel=cancel)
-    try:
-        return call_unless_cancelled(lambda: execute(calls, timeout=timeout), cancel)
-    except Interrupted:
-        return cancelled_results(calls)

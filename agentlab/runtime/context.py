@@ -13,14 +13,20 @@ means, never by branches in the loop or writes to its private fields:
    own with ``runtime.emit(kind, **payload)`` after ``runtime.declare_events(kind)``; they go
    to that kind's hooks and to ``"*"`` hooks, and are not streamed.
 2. **A wrapped executor** -- ``runtime.executor = Wrapper(runtime.executor)``: anything with
-   ``execute(calls, timeout=)`` and ``execute_parallel(calls, timeout=)`` returning
-   ``ToolResult``-like objects in call order (``agentlab.runtime.protocols.Executor``).
+   ``run(batch)`` taking a ``ToolBatch`` (``agentlab.executor.batch``: calls, deadline, cancel,
+   result callback, key prefix, approvals) and handing ``batch.replace(...)`` on, or a plain
+   ``execute(calls, timeout=)`` / ``execute_parallel(calls, timeout=)`` executor; results
+   in call order (``agentlab.runtime.protocols.Executor``).
 3. **The resume phase** -- ``runtime.on_resume(fn)``: ``run(task, resume_from=ref)`` calls
    ``fn(context, ref)`` once, after the runtime is reserved for the run and before anything
    runs or is appended. ``fn`` restores the conversation (``runtime.messages.restore``) and
    the run's counters (``context.restore(...)``), or raises (an ``AgentError``): then the run
    does not start and ``run()`` raises it. With no ``fn`` registered, ``resume_from`` raises
    ``ConfigError``.
+4. **Gates** -- ``runtime.add_gate(gate)`` (``agentlab.runtime.gates``): asked before each
+   model call and before each turn's tools, a gate may end the run (``Stop``) or pause the
+   turn (``Pause``) with state of its own, kept in ``RunContext.extensions[gate.name]``,
+   which checkpoints save and restore. A turn paused before its tools is the *held turn*.
 
 Hook events (payload keys besides ``type``), in the order a run fires them:
 
@@ -40,6 +46,7 @@ Hook events (payload keys besides ``type``), in the order a run fires them:
 """
 from __future__ import annotations
 
+import threading
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -84,10 +91,12 @@ class RunContext:
         usage: prompt, completion and total tokens so far.
         turn_log: per turn: start/end ms from ``started_at``, model and tool ms, tokens.
         resumed_from: the checkpoint (or other reference) this run continued, else None.
-        held_turn: a turn whose tool calls wait for approval (chapter 13): ``{"message": the
-            assistant message, "pending": [{"call_id", "tool", "arguments"}], "decisions":
-            {call_id: {"approved": bool, "reason": str}}}``; set when the run pauses, given back
-            by ``restore`` on resume, and finished before the next model call.
+        held_turn: a turn a gate paused before its tools: ``{"message": the assistant
+            message, "pending": what the pause waits for}``; set when the run pauses, given
+            back by ``restore`` on resume, and finished before the next model call.
+        cancel: the runtime's cancel event (``AgentRuntime.cancel`` sets it).
+        extensions: the gates' and extensions' own state, ``{name: JSON-able value}``
+            (e.g. chapter 13's approval decisions); checkpoints save and restore it.
     """
 
     run_id: str
@@ -104,12 +113,17 @@ class RunContext:
     turn_log: list[dict] = field(default_factory=list)
     resumed_from: str | None = None
     held_turn: dict | None = None
+    extensions: dict[str, Any] = field(default_factory=dict)
+    cancel: threading.Event = field(default_factory=threading.Event, repr=False, compare=False)
 
     @classmethod
-    def start(cls, task: str, budget_s: float) -> "RunContext":
-        """A new run with a fresh id and ``budget_s`` seconds from now."""
+    def start(cls, task: str, budget_s: float,
+              cancel: threading.Event | None = None) -> "RunContext":
+        """A new run with a fresh id and ``budget_s`` seconds from now; ``cancel`` is the
+        runtime's cancel event (set: the run stops at its next safe point)."""
         now = time.monotonic()
-        return cls(run_id=str(uuid.uuid4()), task=task, started_at=now, deadline=now + budget_s)
+        return cls(run_id=str(uuid.uuid4()), task=task, started_at=now, deadline=now + budget_s,
+                   cancel=cancel if cancel is not None else threading.Event())
 
     def elapsed_ms(self) -> float:
         """Milliseconds since the run started (including time used before a resume)."""
@@ -121,7 +135,7 @@ class RunContext:
 
     def restore(self, *, run_id: str, turns: int, usage: dict, elapsed_s: float,
                 tool_calls_made: list[dict], resumed_from: str, task: str | None = None,
-                held_turn: dict | None = None) -> None:
+                held_turn: dict | None = None, extensions: dict | None = None) -> None:
         """Continue a saved run: same id, turn counter, token usage and time budget used.
 
         Called by the resume phase (``AgentRuntime.on_resume``); the clock moves back by
@@ -135,6 +149,7 @@ class RunContext:
         self.deadline -= float(elapsed_s)
         self.tool_calls_made = list(tool_calls_made)
         self.held_turn = held_turn
+        self.extensions = dict(extensions or {})
 
     def add_error(self, error: AgentError) -> dict[str, Any]:
         """Record ``error`` (with the current turn in its details); returns the record."""

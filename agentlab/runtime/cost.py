@@ -1,12 +1,14 @@
 """The cost cap: a run stops *before* a model call that could take it over its budget.
 
 Taught in ``notebooks/13_fleet.ipynb`` (a fleet runs many long runs at once, so each one gets a
-budget in dollars, not only in turns). ``RuntimeConfig(max_cost_usd=0.05)``:
+budget in dollars, not only in turns). ``RuntimeConfig(max_cost_usd=0.05)`` makes the runtime
+add a ``CostCap`` gate (``agentlab.runtime.gates``) with the public ``add_gate``; the loop does
+not know it is there.
 
 - **Spend** is the run's token usage (prompt and completion, restored on resume) priced from
   the one model table (``agentlab.models.cost_usd``, ``data/models.json``; the observer prices
   with the same numbers). ``AgentResult.cost_usd`` reports it for every run of a priced model
-  (None for a model without prices).
+  (None for a model without prices): ``spent_usd``.
 - **Before each model call** the worst case of that call is priced: the prompt as it will be
   sent (history and tool schemas, counted like the message budget of chapter 04) plus the most
   the model may answer — the client's output cap (``max_output_tokens`` / ``max_tokens``) or
@@ -23,13 +25,13 @@ import math
 from typing import Any
 
 from ..errors import AgentError
-from ..models import DEFAULT_MODEL, cost_usd, model_info
+from ..models import DEFAULT_MODEL, cost_usd, model_info, require_prices
 from ..tokens import count_messages_tokens
 from .context import RunContext
-from .steps import StopRun
+from .gates import Gate, Stop, Verdict
 from .types import RunState
 
-__all__ = ["CostSteps", "worst_case_output_tokens", "COST_BUDGET"]
+__all__ = ["CostCap", "spent_usd", "worst_case_output_tokens", "COST_BUDGET"]
 
 #: The error code (and the start of ``stopped_reason``) of a run stopped by its cost cap.
 COST_BUDGET = "cost_budget"
@@ -46,33 +48,41 @@ def worst_case_output_tokens(llm: Any) -> int:
     return info.max_output_tokens if info is not None else 0
 
 
-class CostSteps:
-    """The cost cap's step before a model call, and the run's spend (a base of ``AgentRuntime``)."""
+def spent_usd(llm: Any, ctx: RunContext) -> float | None:
+    """What the run's tokens cost so far, or None for a model without prices."""
+    spent = cost_usd(getattr(llm, "model", DEFAULT_MODEL), ctx.usage["prompt_tokens"],
+                     ctx.usage["completion_tokens"])
+    return None if math.isnan(spent) else spent
 
-    def _spent_usd(self, ctx: RunContext) -> float | None:
-        """What the run's tokens cost so far, or None for a model without prices."""
-        spent = cost_usd(getattr(self.llm, "model", DEFAULT_MODEL), ctx.usage["prompt_tokens"],
-                         ctx.usage["completion_tokens"])
-        return None if math.isnan(spent) else spent
 
-    def _check_cost(self, ctx: RunContext, tools: list | None) -> None:
-        """Stop before a model call whose worst case would take the run over ``max_cost_usd``."""
-        cap = self.config.max_cost_usd
-        if cap is None:
-            return
-        model = getattr(self.llm, "model", DEFAULT_MODEL)
-        count = getattr(self.messages, "count_tokens", None)
+class CostCap(Gate):
+    """Stops the run before a model call whose worst case would exceed ``cap`` dollars.
+
+    ``runtime`` gives the model client (its name and output cap), the conversation and the
+    tool schemas: what the next request will cost at most."""
+
+    name = "cost_cap"
+
+    def __init__(self, runtime: Any, cap: float) -> None:
+        require_prices(getattr(runtime.llm, "model", DEFAULT_MODEL))  # else it cannot be kept
+        self.runtime, self.cap = runtime, cap
+
+    def before_model(self, ctx: RunContext) -> Verdict:
+        rt, cap = self.runtime, self.cap
+        model = getattr(rt.llm, "model", DEFAULT_MODEL)
+        count = getattr(rt.messages, "count_tokens", None)
         prompt = count() if count is not None else count_messages_tokens(
-            self.messages.get_messages(), model, tools)
-        worst = cost_usd(model, prompt, worst_case_output_tokens(self.llm))
-        spent = self._spent_usd(ctx)
+            rt.messages.get_messages(), model, rt.registry.get_all_schemas() or None)
+        worst = cost_usd(model, prompt, worst_case_output_tokens(rt.llm))
+        spent = spent_usd(rt.llm, ctx)
         if spent is None or math.isnan(worst):
-            raise StopRun(RunState.ERROR, "unpriced_model", AgentError(
+            return Stop(RunState.ERROR, "unpriced_model", AgentError(
                 "unpriced_model", f"model {model!r} has no price, so max_cost_usd cannot be kept"))
-        if spent + worst > cap:
-            raise StopRun(RunState.EXHAUSTED, f"{COST_BUDGET} (${cap:g})", AgentError(
-                COST_BUDGET, f"the next model call was not sent: it could cost up to "
-                f"${worst:.4f} and the run has ${cap - spent:.4f} of its ${cap:g} budget left; "
-                "raise max_cost_usd, lower the output cap, or narrow the task",
-                details={"spent_usd": spent, "call_worst_case_usd": worst, "max_cost_usd": cap,
-                         "prompt_tokens": prompt}))
+        if spent + worst <= cap:
+            return None
+        return Stop(RunState.EXHAUSTED, f"{COST_BUDGET} (${cap:g})", AgentError(
+            COST_BUDGET, f"the next model call was not sent: it could cost up to "
+            f"${worst:.4f} and the run has ${cap - spent:.4f} of its ${cap:g} budget left; "
+            "raise max_cost_usd, lower the output cap, or narrow the task",
+            details={"spent_usd": spent, "call_worst_case_usd": worst, "max_cost_usd": cap,
+                     "prompt_tokens": prompt}))

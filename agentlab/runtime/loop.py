@@ -12,10 +12,14 @@ stop. Around that loop this module keeps the promises the article's version brea
   Model and tool failures never escape ``run()`` as exceptions.
 * **Budgets hold inside a turn.** ``max_total_time`` is a deadline: the time left bounds the
   model call (``llm.chat(..., timeout=remaining)``) and the tool batch
-  (``executor.execute(calls, timeout=remaining)``), so a slow tool cannot overshoot it.
+  (a ``ToolBatch`` carrying the run's deadline), so a slow tool cannot overshoot it.
 * **Loops are stopped** (``agentlab.runtime.loop_guard``: repetition and A->B->A->B cycles,
   whatever the order of parallel calls), and the history left behind stays valid for the API:
   the stopped calls get "not executed" tool results, so a follow-up ``run()`` works.
+* **Gates** (``agentlab.runtime.gates``): before each model call and before each turn's tools
+  the loop asks its gates, which may end the run or pause the turn (``PAUSED``) with state of
+  their own. The budgets above and the loop guard are gates; so are the cost cap
+  (``max_cost_usd``) and anything a later chapter adds with ``add_gate``.
 * **Hooks and cancellation.** ``.on(event, fn)`` for the events in ``HOOK_EVENTS``; a hook that
   raises is recorded and ignored. ``cancel()`` is thread-safe and never lost: sent before
   ``run()``, as it starts or during it, the run ends ``CANCELLED`` -- within about 20 ms even
@@ -31,28 +35,28 @@ stop. Around that loop this module keeps the promises the article's version brea
 * **Streaming** (``run_stream``) is the same loop yielding event dicts, so budgets, loop
   detection and terminal states are identical in both modes.
 
-The loop knows nothing of checkpoints or observers. They attach from outside through the seam
-described in ``agentlab.runtime.context`` (hooks, a wrapped executor, the resume phase);
-``checkpoints=`` and ``observer=`` are shortcuts for ``checkpoints.attach(runtime)`` and
-``observer.attach(runtime)``.
+The loop knows no later chapter. Checkpoints, observers, approval attach from outside through
+the seam described in ``agentlab.runtime.context`` (hooks, a wrapped executor, the resume
+phase, gates); ``checkpoints=``, ``observer=`` and ``extensions=`` are shortcuts for
+``ext.attach(runtime)``. The steps of a turn are functions in ``agentlab.runtime.turn``.
 """
 from __future__ import annotations
 
 import threading
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 from ..errors import AgentError, ConfigError
 from ..executor import ToolExecutor
 from ..messages import MessageManager
-from ..models import DEFAULT_MODEL, require_prices
+from ..models import DEFAULT_MODEL
 from ..redaction import client_api_key, redact, register_secret
-from .approval import ApprovalExecutor, ApprovalSteps
-from .cost import CostSteps
 from .context import HOOK_EVENTS, LAST_RUN_KEY, STREAM_EVENTS, RunContext
+from .cost import CostCap, spent_usd
+from .gates import Budgets, Gate, LoopGuard, Pause, Stop, ask
 from .hooks import Hook, Hooks
-from .loop_guard import LoopDetector
 from .protocols import LLM, Executor, Extension, Messages, Registry, StateStoreLike
-from .steps import StopRun, TurnSteps
+from .turn import (CUT_SHORT, assistant_message, call_model, end_turn, event, finish_held_turn,
+                   finish_text, gate_tools, hold, new_turn, record, run_tools, stop_if_incomplete)
 from .types import AgentResult, RunState, RuntimeConfig
 
 __all__ = ["RunState", "RuntimeConfig", "AgentResult", "AgentRuntime", "HOOK_EVENTS",
@@ -61,12 +65,8 @@ __all__ = ["RunState", "RuntimeConfig", "AgentResult", "AgentRuntime", "HOOK_EVE
 Resumer = Callable[[RunContext, str], None]
 
 
-class AgentRuntime(TurnSteps, ApprovalSteps, CostSteps):
+class AgentRuntime:
     """The agent loop (notebooks 06-08). See the module docstring for what it guarantees.
-
-    The steps of a turn (model call, tool batch) are in ``TurnSteps`` (``steps.py``); holding
-    a turn for a human's approval, ``approve`` and ``reject`` in ``ApprovalSteps`` (``approval.py``);
-    the cost cap in ``CostSteps`` (``cost.py``).
 
     Args:
         llm: an ``agentlab.llm.LLMClient`` (or anything with ``chat``/``stream``/``model``).
@@ -78,38 +78,44 @@ class AgentRuntime(TurnSteps, ApprovalSteps, CostSteps):
         checkpoints: an opt-in ``CheckpointManager`` (chapter 11): ``checkpoints.attach(self)``.
         observer: an opt-in ``AgentObserver`` (chapter 12): ``observer.attach(self)``.
         executor: a tool executor to use instead of ``ToolExecutor(registry, ...)``.
+        extensions: more things to ``attach(self)``, before the checkpoints (e.g. chapter 13's
+            ``agentlab.approval.Approval()``).
 
-    ``rt.context`` is the ``RunContext`` of the current (or last) run.
+    ``rt.context`` is the ``RunContext`` of the current (or last) run; ``rt.gates`` the gates
+    asked at every turn, in order (``add_gate``).
     """
 
     def __init__(self, llm: LLM, registry: Registry, system_prompt: str = "You are a helpful assistant.",
                  config: RuntimeConfig | None = None, *, messages: Messages | None = None,
                  state: StateStoreLike | None = None, checkpoints: Extension | None = None,
-                 observer: Extension | None = None, executor: Executor | None = None) -> None:
+                 observer: Extension | None = None, executor: Executor | None = None,
+                 extensions: Iterable[Extension] = ()) -> None:
         self.llm = llm
         self.registry = registry
         self.config = config or RuntimeConfig()
-        if self.config.max_cost_usd is not None:  # a cap needs prices (chapter 13)
-            require_prices(getattr(llm, "model", DEFAULT_MODEL))
         self.messages: Messages = messages if messages is not None else MessageManager(
             system_prompt=system_prompt, model=getattr(llm, "model", DEFAULT_MODEL))
-        self.executor: Executor = ApprovalExecutor(executor if executor is not None else ToolExecutor(
-            registry, default_timeout=self.config.tool_timeout, max_workers=self.config.max_workers),
-            self)  # a call that needs approval never runs without it (chapter 13)
+        self.executor: Executor = executor if executor is not None else ToolExecutor(
+            registry, default_timeout=self.config.tool_timeout, max_workers=self.config.max_workers)
         self.state = state              # the article's name for the state store
         self.checkpoints = checkpoints  # chapter 11, attached below
         self.observer = observer        # chapter 12, attached below
         self.run_state = RunState.IDLE
         self.last_result: AgentResult | None = None
         self.context: RunContext | None = None
-        self._hooks = Hooks()
+        self.hooks = Hooks()
+        self.gates: list[Gate] = [Budgets(self), LoopGuard(self)]
+        if self.config.max_cost_usd is not None:  # a cap needs prices: CostCap checks
+            self.add_gate(CostCap(self, self.config.max_cost_usd))
         self._resume: Resumer | None = None
         self._cancel = threading.Event()
         self._busy = threading.Lock()
-        for name, ext in (("observer", observer), ("checkpoints", checkpoints)):
-            if ext is not None:  # the observer first, so it sees the checkpoint events in its run span
+        named = [("observer", observer), *(("extensions", e) for e in extensions),
+                 ("checkpoints", checkpoints)]
+        for name, ext in named:  # the observer first, so it sees the checkpoint events in its run span
+            if ext is not None:
                 if not callable(getattr(ext, "attach", None)):
-                    raise ConfigError("invalid_config", f"{name}= needs an object with "
+                    raise ConfigError("invalid_config", f"{name}= needs objects with "
                                       f"attach(runtime), e.g. an AgentObserver or a CheckpointManager; "
                                       f"got {type(ext).__name__}")
                 ext.attach(self)
@@ -118,15 +124,39 @@ class AgentRuntime(TurnSteps, ApprovalSteps, CostSteps):
     def on(self, event: str, callback: Hook) -> Hook:
         """Call ``callback(event_dict)`` on ``event`` (one of ``HOOK_EVENTS``, a declared
         extension event, or ``"*"`` for all). Hooks run in the order they were added."""
-        return self._hooks.on(event, callback)
+        return self.hooks.on(event, callback)
 
     def declare_events(self, *kinds: str) -> None:
         """Let an extension announce events of its own with ``emit`` (``on`` accepts them)."""
-        self._hooks.declare(*kinds)
+        self.hooks.declare(*kinds)
 
     def emit(self, kind: str, **payload: Any) -> None:
         """Fire the hooks of a declared extension event (not streamed; never raises for a hook)."""
-        self._hooks.emit(self.context, kind, **payload)
+        self.hooks.emit(self.context, kind, **payload)
+
+    def add_gate(self, gate: Gate) -> Gate:
+        """Ask ``gate`` before every model call and every turn's tools, after the gates added
+        so far (``agentlab.runtime.gates``): it may end the run or pause the turn."""
+        if not all(callable(getattr(gate, p, None)) for p in ("before_model", "before_tools")):
+            raise ConfigError("invalid_config", f"a gate needs before_model(ctx) and "
+                              f"before_tools(ctx, calls), e.g. a Gate subclass; got {gate!r}")
+        self.gates.append(gate)
+        return gate
+
+    def approve(self, run_id: str, call_id: str) -> dict:
+        """Approve a paused run's call: decided by the gate that can (chapter 13's approval)."""
+        return self._decider().decide(run_id, call_id, approved=True)
+
+    def reject(self, run_id: str, call_id: str, reason: str = "") -> dict:
+        """Reject a paused run's call: it never runs; the model is told, with ``reason``."""
+        return self._decider().decide(run_id, call_id, approved=False, reason=reason)
+
+    def _decider(self) -> Any:
+        for gate in self.gates:
+            if callable(getattr(gate, "decide", None)):
+                return gate
+        raise ConfigError("not_supported", "approve/reject need a gate that decides calls, "
+                          "e.g. extensions=[agentlab.approval.Approval()] (chapter 13)")
 
     def on_resume(self, restore: Resumer) -> Resumer:
         """Register the resume phase: ``run(task, resume_from=ref)`` calls ``restore(context, ref)``
@@ -168,31 +198,28 @@ class AgentRuntime(TurnSteps, ApprovalSteps, CostSteps):
         try:
             if ctx.resumed_from is None:  # a resumed run has its history back already
                 self.messages.append({"role": "user", "content": user_input})
-            yield from self._event(ctx, "run_start", run_id=ctx.run_id, input=user_input,
-                                   resumed_from=ctx.resumed_from, turn=ctx.turns)
+            yield from event(self, ctx, "run_start", run_id=ctx.run_id, input=user_input,
+                             resumed_from=ctx.resumed_from, turn=ctx.turns)
             tools = self._offer_tools()  # once per run; the message budget counts them
-            detector = LoopDetector(self.config.loop_detection_window,
-                                    self.config.loop_detection_threshold)
-            yield from self._finish_held_turn(ctx)  # a turn held for approval, decided since
+            if ctx.held_turn is not None:  # a turn a gate paused before its tools
+                yield from finish_held_turn(self, ctx)
             while True:
-                self._check_budgets(ctx)  # safe point: before a model call
-                self._check_cost(ctx, tools)
-                turn = self._new_turn(ctx)
-                yield from self._event(ctx, "turn_start", turn=ctx.turns)
-                resp, content = yield from self._call_model(ctx, tools, stream, turn)
-                yield from self._stop_if_refused(ctx, resp, content, turn)
-                if not resp.tool_calls or self._cut_short(resp):  # the model is done (or was
-                    # cut short: then none of its tool calls runs)
-                    stop = self._finish_text(ctx, resp, content)  # the answer is appended
-                    yield from self._end_turn(ctx, turn, tool_calls=0)
+                self._ask_gates_before_model(ctx)  # a safe point: may stop or pause
+                ctx.turns += 1
+                turn = new_turn(ctx)
+                yield from event(self, ctx, "turn_start", turn=ctx.turns)
+                resp, content = yield from call_model(self, ctx, tools, stream, turn)
+                if not resp.tool_calls or resp.finish_reason in CUT_SHORT:  # the model is
+                    # done (or cut short: then none of its tool calls runs)
+                    stop = finish_text(self, ctx, resp, content)  # the answer is appended
+                    yield from end_turn(self, ctx, turn, tool_calls=0)
                     raise stop
-                self._stop_if_incomplete(resp)
-                asst = self._assistant_message(resp, content)
-                self._stop_if_looping(ctx, detector, resp.tool_calls, asst)
-                yield from self._hold_for_approval(ctx, resp.tool_calls, asst, turn)
-                results = yield from self._run_tools(ctx, resp.tool_calls, asst, turn)
-                yield from self._end_turn(ctx, turn, tool_calls=len(results))  # a safe point
-        except StopRun as stop:
+                stop_if_incomplete(resp)
+                asst = assistant_message(self, resp, content)
+                yield from gate_tools(self, ctx, resp.tool_calls, asst, turn)
+                results = yield from run_tools(self, ctx, resp.tool_calls, asst, turn)
+                yield from end_turn(self, ctx, turn, tool_calls=len(results))  # a safe point
+        except Stop as stop:
             state, reason, error = stop.state, stop.reason, stop.error
         except GeneratorExit:  # the consumer stopped iterating run_stream(): the run ends here
             state, reason, closed = RunState.CANCELLED, "cancelled", True
@@ -207,6 +234,23 @@ class AgentRuntime(TurnSteps, ApprovalSteps, CostSteps):
         if not closed:  # a closed generator must not yield again
             yield from events
 
+    def _ask_gates_before_model(self, ctx: RunContext) -> None:
+        gate, verdict = ask(self.gates, "before_model", ctx)
+        if isinstance(verdict, Pause):
+            hold(ctx, gate, verdict, None)
+            raise Stop(RunState.PAUSED, verdict.reason)
+        if verdict is not None:
+            raise verdict
+
+    def _offer_tools(self) -> list | None:
+        """The tool schemas sent with every request of this run; the message manager counts
+        them in its budget (chapter 04: 40 tools can take 2,000 tokens)."""
+        tools = self.registry.get_all_schemas() or None  # copies: safe to hand out
+        set_tools = getattr(self.messages, "set_tools", None)
+        if set_tools is not None:
+            set_tools(tools)
+        return tools
+
     def _start_run(self, task: str, resume_from: str | None) -> RunContext:
         """Reserve the runtime, make the run's context, and run the resume phase if asked."""
         if resume_from is not None and self._resume is None:
@@ -215,7 +259,7 @@ class AgentRuntime(TurnSteps, ApprovalSteps, CostSteps):
         if not self._busy.acquire(blocking=False):
             raise ConfigError("already_running", "this runtime is already running; use one "
                               "AgentRuntime per concurrent run")
-        ctx = RunContext.start(task, self.config.max_total_time)
+        ctx = RunContext.start(task, self.config.max_total_time, self._cancel)
         if resume_from is not None:
             try:
                 self._resume(ctx, resume_from)  # type: ignore[misc]  # restores ctx and messages
@@ -232,9 +276,9 @@ class AgentRuntime(TurnSteps, ApprovalSteps, CostSteps):
         ``run_end``, save the last run, spend the cancel, free the runtime. Returns the events
         still to stream (none is yielded here, so this completes even for a closed stream)."""
         try:
-            events = list(self._record(ctx, error)) if error is not None else []
+            events = list(record(self, ctx, error)) if error is not None else []
             result = self._result(ctx, state, reason)
-            events += self._event(ctx, "run_end", result=result)
+            events += event(self, ctx, "run_end", result=result)
             self._save_last_run(ctx, result)
             if state is RunState.CANCELLED:
                 self._drop_unanswered_task(ctx)
@@ -251,30 +295,6 @@ class AgentRuntime(TurnSteps, ApprovalSteps, CostSteps):
         if ctx.resumed_from is None and msgs and msgs[-1] == {"role": "user", "content": ctx.task}:
             self.messages.restore(msgs[:-1])
 
-    def _check_budgets(self, ctx: RunContext) -> None:
-        if self._cancel.is_set():
-            raise StopRun(RunState.CANCELLED, "cancelled")
-        if ctx.remaining() <= 0:
-            raise self._timeout(ctx)
-        if ctx.turns >= self.config.max_turns:
-            raise StopRun(RunState.EXHAUSTED, f"max_turns ({self.config.max_turns})", AgentError(
-                "max_turns", f"the run used its {self.config.max_turns} model calls before the "
-                "model answered; raise max_turns or narrow the task", retryable=True))
-
-    def _new_turn(self, ctx: RunContext) -> dict:
-        ctx.turns += 1
-        turn = {"turn": ctx.turns, "start_ms": ctx.elapsed_ms(), "tool_calls": 0,
-                "prompt_tokens": 0, "completion_tokens": 0}
-        ctx.turn_log.append(turn)
-        return turn
-
-    def _end_turn(self, ctx: RunContext, turn: dict, tool_calls: int) -> Iterator[dict]:
-        now = ctx.elapsed_ms()
-        if tool_calls:  # a text turn ends when its answer is appended (_finish_text)
-            turn["end_ms"] = now
-        yield from self._event(ctx, "turn_end", turn=ctx.turns, tool_calls=tool_calls,
-                               duration_ms=now - turn["start_ms"])
-
     # -- results, events, errors ----------------------------------------------------------
     def _result(self, ctx: RunContext, state: RunState, reason: str) -> AgentResult:
         self.run_state = state
@@ -284,8 +304,8 @@ class AgentRuntime(TurnSteps, ApprovalSteps, CostSteps):
             tool_calls_made=ctx.tool_calls_made, duration_ms=ctx.elapsed_ms(),
             stopped_reason=reason, state=state, run_id=ctx.run_id, errors=ctx.errors,
             usage=dict(ctx.usage), finish_reason=ctx.finish_reason, turn_log=ctx.turn_log,
-            pending_approvals=list(ctx.held_turn["pending"]) if state is RunState.PAUSED else [],
-            cost_usd=self._spent_usd(ctx))
+            pending_approvals=list((ctx.held_turn or {}).get("pending", []))
+            if state is RunState.PAUSED else [], cost_usd=spent_usd(self.llm, ctx))
         if ctx.turn_log and "end_ms" not in ctx.turn_log[-1]:
             ctx.turn_log[-1]["end_ms"] = result.duration_ms
         self.last_result = result

@@ -69,10 +69,11 @@ class Executor(Protocol):
     """Runs one turn's tool calls within ``timeout`` seconds; results in call order.
 
     ``agentlab.executor.ToolExecutor``, or a wrapper around one
-    (``agentlab.checkpoints.durable.DurableExecutor``). An executor may also take
-    ``cancel=`` (a ``threading.Event``) and stop the batch when it is set, as ``ToolExecutor``
-    does; the runtime passes it only to executors whose methods accept it, and waits for the
-    others in a worker thread it can abandon (``agentlab.runtime.cancel``).
+    (``agentlab.checkpoints.durable.DurableExecutor``). The runtime hands a turn's calls over
+    as one ``ToolBatch`` (``agentlab.executor.batch``: deadline, cancel, result callback, key
+    prefix, approvals) to an executor whose class has ``run(batch)``; an executor with only
+    ``execute``/``execute_parallel`` (this protocol) is called in a worker thread the runtime
+    stops waiting for within 20 ms of a cancel (``run_batch``).
     """
 
     def execute(self, tool_calls: Iterable[Any], timeout: float | None = None

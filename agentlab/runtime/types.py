@@ -19,7 +19,7 @@ class RunState(str, Enum):
 
     ``PAUSED`` is terminal *for now*: ``run()`` returned and holds no thread or worker, but the
     run is not over. It waits for a human to ``approve``/``reject`` the calls listed in
-    ``AgentResult.pending_approvals`` (chapter 13, ``agentlab.runtime.approval``); then
+    ``AgentResult.pending_approvals`` (chapter 13, ``agentlab.approval``, a gate); then
     ``run(task, resume_from=...)`` continues it from its checkpoint.
     """
 

@@ -54,8 +54,9 @@ class ToolRegistry:
     ``side_effects``. A side-effecting tool with an ``idempotency_key`` parameter gets that
     parameter from the executor (the tool call id), so it is left out of the schema.
 
-    ``requires_approval`` (chapter 13, ``agentlab.runtime.approval``): ``True``, or a policy
+    ``requires_approval`` (chapter 13, ``agentlab.approval``): ``True``, or a policy
     ``fn(arguments) -> bool``; a call it covers waits for a human's ``approve``/``reject``
+    (without that gate attached, the executor refuses the call: ``approval_required``)
     (``requires_approval(name, arguments)`` answers; a policy that raises counts as "yes").
     """
 
