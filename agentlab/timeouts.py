@@ -13,7 +13,8 @@ Units are part of the contract:
 
 Percentiles use linear interpolation between closest ranks (Hyndman & Fan type 7), the
 default of ``numpy.percentile``: for sorted values ``v[0..n-1]`` the q-th percentile sits at
-position ``(n - 1) * q / 100``. ``percentile(values, q)`` equals ``numpy.percentile(values, q)``.
+position ``(n - 1) * q / 100``. ``percentile(values, q)`` equals ``numpy.percentile(values, q)``
+(it lives in ``agentlab.quantiles`` with the percentile's exact interval; re-exported here).
 
 The timeout rule is the article's ``(p95 + 2 * (p99 - p95)) * multiplier``: the p95 plus twice
 the spread of the tail, times a safety factor. Until a tool has ``min_samples`` samples the
@@ -52,36 +53,13 @@ import threading
 import time
 from collections import deque
 from dataclasses import asdict, dataclass
-from typing import Any, Callable, Iterable
+from typing import Any, Callable
 
 from .errors import ConfigError
 from .knobs import positive_int, positive_number
+from .quantiles import percentile, percentile_interval, sorted_percentile
 
 __all__ = ["AdaptiveTimeoutManager", "TimingStats", "percentile", "adaptive_timeout_s"]
-
-
-def percentile(values: Iterable[float], q: float) -> float | None:
-    """The q-th percentile (0..100) by linear interpolation; equals ``numpy.percentile``.
-
-    The one percentile of the package (chapter 12's reports use it too). No values means no
-    percentile: the result is ``None``, never a made-up number.
-
-    Raises:
-        ConfigError: ``q`` outside [0, 100].
-    """
-    if not 0.0 <= q <= 100.0:
-        raise ConfigError("invalid_argument", f"q must be in [0, 100], got {q}")
-    data = sorted(values)
-    if not data:
-        return None
-    return _percentile_sorted(data, q)
-
-
-def _percentile_sorted(data: list[float], q: float) -> float:
-    pos = (len(data) - 1) * q / 100.0
-    lo = math.floor(pos)
-    hi = min(lo + 1, len(data) - 1)
-    return data[lo] + (data[hi] - data[lo]) * (pos - lo)
 
 
 def adaptive_timeout_s(p95_ms: float, p99_ms: float, multiplier: float = 1.5) -> float:
@@ -215,12 +193,12 @@ class AdaptiveTimeoutManager:
             # 1. compare against the baseline BEFORE this sample (never diluted by it)
             if len(win.baseline) >= self.alert_min_samples:
                 data = win.sorted_baseline()
-                p95 = _percentile_sorted(data, 95)
+                p95 = sorted_percentile(data, 95)
                 if duration_ms > self.alert_threshold * p95:
                     win.slow += 1
                     alert = {"timestamp": time.time(), "tool": tool_name,
                              "duration_ms": duration_ms, "p95_ms": p95,
-                             "p99_ms": _percentile_sorted(data, 99),
+                             "p99_ms": sorted_percentile(data, 99),
                              "ratio": duration_ms / p95 if p95 > 0 else math.inf,
                              "success": success, "timed_out": timed_out,
                              "count": len(data)}
@@ -254,7 +232,7 @@ class AdaptiveTimeoutManager:
         censored = sum(win.timed_out) / len(data)
         if self.rule == "censoring_aware" and 0.01 < censored <= 0.05:
             data = sorted(d for d, t in zip(win.durations, win.timed_out) if not t)
-        raw = adaptive_timeout_s(_percentile_sorted(data, 95), _percentile_sorted(data, 99),
+        raw = adaptive_timeout_s(sorted_percentile(data, 95), sorted_percentile(data, 99),
                                  self.multiplier if multiplier is None else multiplier)
         return min(self.max_timeout, max(self.min_timeout, raw))
 
@@ -270,8 +248,8 @@ class AdaptiveTimeoutManager:
             var = sum((x - mean) ** 2 for x in data) / (n - 1) if n > 1 else 0.0
             return TimingStats(
                 name=tool_name, count=n, mean=mean, stddev=math.sqrt(var),
-                p50=_percentile_sorted(data, 50), p95=_percentile_sorted(data, 95),
-                p99=_percentile_sorted(data, 99), min=data[0], max=data[-1],
+                p50=sorted_percentile(data, 50), p95=sorted_percentile(data, 95),
+                p99=sorted_percentile(data, 99), min=data[0], max=data[-1],
                 timeout_s=self._timeout_locked(win, None), timed_out=sum(win.timed_out),
                 failures=sum(win.failed), slow=win.slow, total_calls=win.total)
 
@@ -303,15 +281,25 @@ class AdaptiveTimeoutManager:
                 self._tools.pop(tool_name, None)
 
     def generate_report(self) -> str:
-        """A plain-text table of every tool: calls, percentiles (ms), timeout (s), alerts."""
+        """A plain-text table of every tool: calls, percentiles (ms), timeout (s), alerts.
+
+        ``p99 <=`` is the upper end of the p99's exact 95 % interval (``agentlab.quantiles``):
+        ``+inf`` until a window holds 368 calls, so a 100-call window never bounds the p99
+        its timeout rests on.
+        """
         stats = self.get_all_stats()
-        head = (f"{'tool':<16}{'n':>5}{'mean':>9}{'p50':>9}{'p95':>9}{'p99':>9}"
+        head = (f"{'tool':<16}{'n':>5}{'mean':>9}{'p50':>9}{'p95':>9}{'p99':>9}{'p99 <=':>9}"
                 f"{'timeout':>10}{'t/o':>5}{'slow':>6}")
         lines = ["Tool timing report (durations in ms, timeout in s)", head, "-" * len(head)]
         for s in stats.values():
+            with self._lock:  # a timed-out sample is a lower bound: censored
+                win = self._tools[s.name]
+                window, cut = list(win.durations), list(win.timed_out)
+            high = percentile_interval(window, 99, censored=cut)[2]
+            bound = "+inf" if high == math.inf else f"{high:.1f}"
             lines.append(f"{s.name[:15]:<16}{s.count:>5}{s.mean:>9.1f}{s.p50:>9.1f}"
-                         f"{s.p95:>9.1f}{s.p99:>9.1f}{s.timeout_s:>10.3f}{s.timed_out:>5}"
-                         f"{s.slow:>6}")
+                         f"{s.p95:>9.1f}{s.p99:>9.1f}{bound:>9}{s.timeout_s:>10.3f}"
+                         f"{s.timed_out:>5}{s.slow:>6}")
         if not stats:
             lines.append("(no executions recorded)")
         lines.append(f"slow-query log: {len(self._slow_log)} alert(s), "

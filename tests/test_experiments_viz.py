@@ -29,7 +29,8 @@ def test_percentile_bars_have_units_and_hatch_the_few_samples(results):
         table = results.percentiles()
     fig = viz.plot_percentile_bars(table)
     title, labels = _labels(fig)
-    assert "95% bootstrap intervals" in title and "too few samples" in title
+    assert "exact 95% intervals" in title and "too few samples" in title
+    assert "no upper bound" in title
     assert all("(ms" in y for _, y in labels)
     hatched = [p for ax in fig.axes for p in ax.patches if p.get_hatch()]
     assert len(hatched) == table["few_samples"].sum()
@@ -68,3 +69,14 @@ def test_importing_experiments_and_the_cli_loads_no_data_stack():
             "'scipy', 'pyarrow', 'matplotlib', 'tqdm') if m in sys.modules])")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_coverage_plot_draws_the_bootstrap_cap():
+    fig = viz.plot_coverage([{"n": 20, "exact": 0.98, "bootstrap": 0.18},
+                             {"n": 50, "exact": 0.97, "bootstrap": 0.37}])
+    (ax,) = fig.axes
+    cap = next(ln for ln in ax.lines if ln.get_label().startswith("bootstrap cap"))
+    n, y = cap.get_xdata(), cap.get_ydata()
+    assert abs(y[0] - (1 - 0.99 ** 20)) < 1e-9 and abs(y[-1] - (1 - 0.99 ** 50)) < 1e-9
+    assert n[0] == 20 and "p99" in ax.get_ylabel()
+

@@ -1,12 +1,14 @@
 """Chapter 09: adaptive timeouts — percentiles, units, alerts, censoring, enforcement."""
 from __future__ import annotations
 
+import math
 import random
 import threading
 import time
 
 import numpy as np
 import pytest
+from scipy import stats
 
 from agentlab.sim.tool_latency import LogNormal, Slowdown, replay
 from agentlab.errors import ConfigError
@@ -26,6 +28,13 @@ def test_percentile_matches_numpy_for_many_sizes_and_q():
         data = [rng.lognormvariate(3, 1) for _ in range(n)]
         for q in (0, 1, 25, 50, 90, 95, 99, 99.9, 100):
             assert percentile(data, q) == pytest.approx(np.percentile(data, q), rel=1e-12)
+
+
+def test_percentile_with_nan_is_nan_in_any_order_like_numpy():
+    for data in ([math.nan, 1.0, 2.0, 4.0], [3.0, 1.0, math.nan, 2.0], [1.0, 2.0, math.nan]):
+        for q in (0, 50, 99):
+            assert math.isnan(percentile(data, q)) and math.isnan(np.percentile(data, q))
+            assert math.isnan(percentile(list(reversed(data)), q))
 
 
 def test_percentile_of_nothing_is_none_and_bad_q_is_refused():
@@ -131,6 +140,10 @@ def test_report_and_bad_input():
     m = fed([20.0] * 12, "search")
     text = m.generate_report()
     assert "search" in text and "durations in ms, timeout in s" in text and "5.000" in text
+    assert "p99 <=" in text and text.splitlines()[3].split()[6] == "+inf"  # 12 < 368 calls
+    big = fed([float(i % 50) for i in range(400)], "t", window=400)
+    ci = stats.quantile_test(np.array(big.get_history("t")), p=0.99).confidence_interval()
+    assert big.generate_report().splitlines()[3].split()[6] == f"{ci.high:.1f}"
     with pytest.raises(ValueError):
         m.record_execution("search", -1.0)
     assert m.get_stats("other") is None

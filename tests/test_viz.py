@@ -96,6 +96,8 @@ def _sweep_summary():
 
 SAMPLES = {
     "plot_percentile_bars": lambda: viz.plot_percentile_bars(_sweep().percentiles()),
+    "plot_coverage": lambda: viz.plot_coverage([{"n": 20, "exact": 0.98, "bootstrap": 0.18},
+                                                {"n": 200, "exact": 0.97, "bootstrap": 0.87}]),
     "plot_latency_ecdf": lambda: viz.plot_latency_ecdf(_sweep(), "step"),
     "plot_paired_comparison": lambda: viz.plot_paired_comparison(
         _sweep(), "sim_makespan_ms", "strategy=levels", "strategy=ready"),
@@ -280,6 +282,18 @@ def test_09_panels_share_the_duration_axis_and_count_in_whole_calls():
         assert all(float(t).is_integer() for t in ax.get_yticks())
 
 
+def test_09_percentile_legend_gives_the_exact_interval_and_an_open_p99():
+    import numpy as np
+    from scipy import stats
+    fig = SAMPLES["plot_latency_percentiles"]()
+    labels = [t.get_text() for t in fig.axes[1].get_legend().get_texts()]
+    slow = np.array(LogNormal(800, 0.5, seed=2).samples(200))
+    ci = stats.quantile_test(slow, p=0.95).confidence_interval()
+    assert f"p95 {np.percentile(slow, 95):.0f} ms [{ci.low:.0f}, {ci.high:.0f}]" in labels
+    assert any(lab.startswith("p99 ") and lab.endswith(", +inf]") for lab in labels)  # 200 < 368
+    assert any(p.get_hatch() == "//" for p in fig.axes[1].patches)
+
+
 def test_09_right_axis_starts_at_zero():
     fig = SAMPLES["plot_timeout_tradeoff"]()
     assert [ax.get_ylim()[0] for ax in fig.axes] == [0.0, 0.0]
@@ -340,13 +354,16 @@ def test_12_trace_starts_at_the_run_and_its_title_gives_the_run_duration():
     assert f"run {run.duration_ms:.0f} ms" in title and run.duration_ms < 200
 
 
-def test_12_tool_latency_leaves_out_percentiles_of_too_few_calls():
+def test_12_tool_latency_draws_unbounded_ends_as_arrows_not_the_slowest_call():
     fig = viz.plot_tool_latency(_observer())
-    labels = [t.get_text() for t in fig.axes[0].get_yticklabels()]
-    assert any("2 calls" in lab and "no p95/p99" in lab for lab in labels)
-    ticks = [ln for ln in fig.axes[0].lines
-             if len(ln.get_xdata()) == 2 and ln.get_label().startswith("_")]
-    assert len(ticks) == 2                          # p50 only, one per tool
+    ax = fig.axes[0]
+    labels = [t.get_text() for t in ax.get_yticklabels()]
+    assert any("2 calls" in lab and "p50/p95/p99 unbounded" in lab for lab in labels)
+    ticks = [ln for ln in ax.lines if len(ln.get_xdata()) == 2 and ln.get_label().startswith("_")]
+    assert len(ticks) == 6                          # p50, p95, p99 ticks, one set per tool
+    arrows = [a for a in ax.texts if getattr(a, "arrow_patch", None) is not None]
+    assert len(arrows) == 6 and all(a.xy[0] == ax.get_xlim()[1] for a in arrows)  # to the edge
+    assert viz.MIN_CALLS == {50: 6, 95: 72, 99: 368}
 
 
 def test_call_state_vocabulary():

@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import importlib.util
 import json
+import math
 import os
 import re
 import sys
@@ -17,12 +18,14 @@ from pathlib import Path
 from typing import Literal
 
 import matplotlib
+import numpy as np
 
 matplotlib.use("Agg")
 
 import ipywidgets as w  # noqa: E402
 import nbformat  # noqa: E402
 import pytest  # noqa: E402
+from scipy import stats as scipy_stats  # noqa: E402
 
 from agentlab import widgets  # noqa: E402
 from agentlab.messages import synthetic_history  # noqa: E402
@@ -254,15 +257,22 @@ def test_12_latency_explorer():
     assert panel.text.startswith("10 runs pooled") and calls(panel.text)["read_url"] == "30"
     _, after = changed(panel, lambda: setattr(control(panel, w.IntSlider, "runs"), "value", 20))
     assert after.startswith("20 runs pooled") and calls(after)["read_url"] == "60"
-    assert re.search(r"^read_url\s+60\s+0\s+[\d.]+\s+[\d.]+\s+-$", after, re.M)   # no p99 yet
+    assert re.search(r"^read_url\s+60\s+0 .*, \+inf\]\s+[\d.]+ \[[\d.]+, \+inf\]$", after, re.M)
 
 
-def test_12_percentiles_need_enough_calls():
+def test_12_percentiles_carry_exact_intervals_unbounded_below_min_samples():
     obs = widgets.observe_runs(34)
     stats = widgets.tool_percentiles(obs)
-    assert stats["read_url"]["calls"] == 102 and stats["read_url"]["p99"] is not None
-    assert stats["web_search"]["calls"] == 68 and stats["web_search"]["p99"] is None
-    assert stats["web_search"]["p95"] is not None and stats["write_file"]["p95"] is not None
+    read, search = stats["read_url"], stats["web_search"]
+    assert read["calls"] == 102 and search["calls"] == 68
+    for name, row in stats.items():
+        ms = [t.duration_ms for o in obs for t in o.tool_calls if t.name == name]
+        for q in (50, 95, 99):
+            ci = scipy_stats.quantile_test(np.array(ms), p=q / 100).confidence_interval()
+            assert row[f"p{q}"] == pytest.approx(np.percentile(ms, q))
+            assert row[f"p{q}_high"] == (math.inf if math.isnan(ci.high) else ci.high)
+    assert read["p95_high"] < math.inf and read["p99_high"] == math.inf  # 72 <= 102 < 368
+    assert search["p95_high"] == math.inf and search["p95_low"] <= search["p95"]
     rows = widgets.cost_per_turn(obs)
     assert [r["turn"] for r in rows] == [1, 2, 3, 4, 5, 6] and rows[0]["runs"] == 34
     assert rows[-1]["mean_usd"] > rows[0]["mean_usd"] > 0

@@ -3,7 +3,7 @@
 Taught in ``notebooks/14_experiments.ipynb``. One question ("is the adaptive timeout really
 better than a fixed 30 s?") becomes a grid of settings x seeds x tasks; every cell is one run
 on the simulator (or a real endpoint), executed by a process pool, journaled as it finishes
-and summarised with bootstrap intervals:
+and summarised with intervals that cover what they claim:
 
 - ``spec.py``: ``Experiment`` (grid, seeds, tasks; from a TOML file too) and ``Task``;
 - ``scenarios.py``: what a cell runs (``tools``, ``research``, ``dag``), built from settings;
@@ -14,7 +14,9 @@ and summarised with bootstrap intervals:
 - ``store.py``: the journal, the manifest, the code identity and the machine's load;
   ``results.py``: ``Results`` (DataFrames, files), ``MEASURED``, ``LOAD_SENSITIVE``,
   ``comparison_metrics``;
-- ``stats.py``: bootstrap intervals, ``FewSamplesWarning``, paired differences;
+- ``stats.py``: exact percentile intervals, t and Clopper-Pearson intervals, the one
+  enough-samples rule (``min_samples``), paired differences, Holm;
+- ``coverage.py``: how often those intervals hold the truth (``bench_coverage``);
 - ``ratelimit.py``: ``TokenBucket``, ``RateLimiter``, ``LimitedLLM``; ``cost.py``/``pricing.py``:
   the cost estimate and prices;
 - ``report.py``: the markdown report of ``agentlab report DIR``.

@@ -1,10 +1,17 @@
 """A sweep as a markdown report with tables and PNG plots (``agentlab report DIR``).
 
 The report says what ran (manifest: experiment, versions, times, throughput), the run
-metrics per configuration with 95 % bootstrap intervals, tool-latency percentiles with their
-intervals and too-few-samples flags, the paired comparisons of the spec (``[[compare]]``; with
-none, each configuration against the first on a few headline metrics), and one plot per table.
-Taught in ``notebooks/14_experiments.ipynb``.
+metrics per configuration with 95 % intervals (t; Clopper-Pearson for 0/1 columns), tool-latency
+percentiles with exact intervals (an end the data cannot bound is printed ``-inf`` / ``+inf``)
+and too-few-samples flags, the paired comparisons, and one plot per table.
+
+**Primary and exploratory comparisons.** The ``[[compare]]`` tables of the spec are the
+*primary* comparisons: the questions written down before the data were seen. Without them the
+report compares each configuration with the first on ``comparison_metrics(results)`` and labels
+those *exploratory*: the more comparisons, the more chance one "excludes 0" by luck (20 % to
+70 % of null sweeps had at least one with 2 to 6 configurations). Every comparison table says
+how many comparisons it holds and gives Holm-adjusted p-values ("yes after Holm" keeps the
+chance of any false "yes" in the table below 5 %) and Bonferroni intervals that hold jointly. Taught in ``notebooks/14_experiments.ipynb``.
 """
 from __future__ import annotations
 
@@ -14,15 +21,19 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from ..viz.experiments import plot_latency_ecdf, plot_paired_comparison, plot_percentile_bars
-from .results import Results
-from .stats import FewSamplesWarning
+from .results import Results, comparison_metrics
+from .stats import FewSamplesWarning, holm
 
-__all__ = ["write_report", "markdown_table", "HEADLINE_METRICS"]
+__all__ = ["write_report", "markdown_table", "HEADLINE_METRICS", "DEFAULT_COMPARISONS"]
 
 #: Run metrics the report summarises when the sweep has them.
-HEADLINE_METRICS = ("success", "total_tokens", "cost_usd", "wasted_s", "false_kills",
-                    "tool_timeouts", "llm_retries", "compressions", "sim_makespan_ms",
-                    "makespan_ms")
+HEADLINE_METRICS = ("success", "total_tokens", "cost_usd", "sim_wasted_s", "sim_false_kills",
+                    "wasted_s", "false_kills", "tool_timeouts", "llm_retries", "compressions",
+                    "sim_makespan_ms", "makespan_ms")
+#: What the report compares when the spec has no ``[[compare]]`` (exploratory), kept to those
+#: of ``results.comparison_metrics`` (the same at any machine load).
+DEFAULT_COMPARISONS = ("success", "total_tokens", "sim_wasted_s", "sim_false_kills",
+                       "sim_makespan_ms")
 
 
 def _fmt(v: Any) -> str:
@@ -47,12 +58,17 @@ def markdown_table(rows: Sequence[dict], columns: Sequence[str]) -> str:
     return "\n".join([head, rule, *body])
 
 
+def _end(v: float) -> str:
+    """One end of an interval; an unbounded one says so (never clipped to the sample)."""
+    return ("+inf" if v > 0 else "-inf") if math.isinf(v) else _num(v)
+
+
 def _interval(mean: float, low: float, high: float) -> str:
     if math.isnan(mean):
         return ""
-    if not math.isfinite(low):
+    if math.isnan(low) or math.isnan(high):
         return _num(mean)
-    return f"{_num(mean)} [{_num(low)}, {_num(high)}]"
+    return f"{_num(mean)} [{_end(low)}, {_end(high)}]"
 
 
 def _summary_section(results: Results) -> tuple[list[str], list[str]]:
@@ -64,7 +80,10 @@ def _summary_section(results: Results) -> tuple[list[str], list[str]]:
             for _, r in summary.iterrows()]
     status = results.runs.groupby(["config", "status"], sort=False).size()
     lines = ["## Runs per configuration", "",
-             "Mean per run with its 95 % bootstrap interval, over the runs that ran.", "",
+             "Mean per run with its 95 % interval, over the runs that ran (Student's t; "
+             "Clopper-Pearson for a 0/1 column such as `success`). With fewer than 30 runs a "
+             "heavy-tailed metric's t-interval covers less than it says (88 % at 20 runs for "
+             "lognormal latencies, `benchmarks/bench_coverage.py`).", "",
              markdown_table(rows, ["config", "runs", *metrics]), "", "Status of the cells: "
              + "; ".join(f"{c} {s}: {n}" for (c, s), n in status.items()), ""]
     errs = [c for c in results.runs.columns if c.startswith("err_")]
@@ -78,15 +97,23 @@ def _summary_section(results: Results) -> tuple[list[str], list[str]]:
 def _percentile_section(results: Results, plots: Path) -> list[str]:
     if results.tool_calls.empty:
         return []
+    calls = results.tool_calls
+    metric = ("sim_duration_ms" if "sim_duration_ms" in calls.columns
+              and calls["sim_duration_ms"].notna().any() else "duration_ms")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", FewSamplesWarning)
-        table = results.percentiles()
-    plot_percentile_bars(table).savefig(plots / "percentiles.png", dpi=110)
+        table = results.percentiles(metric)
+    plot_percentile_bars(table, metric=metric).savefig(plots / "percentiles.png", dpi=110)
+    rows = [{**r, "low": _end(r["low"]), "high": _end(r["high"])}
+            for r in table.to_dict("records")]
     lines = ["## Tool latency percentiles", "",
-             "Durations in ms on the simulated clock, 95 % bootstrap intervals. `few_samples`: "
-             "fewer calls than a trustworthy interval of that percentile needs (`min_n`); "
-             "`censored`: the percentile falls among calls killed at their timeout (a lower "
-             "bound).", "", markdown_table(table.to_dict("records"),
+             f"`{metric}` in ms (`sim_duration_ms`: each call's true duration replayed against "
+             "its timeout, the same at any machine load; `duration_ms`: read off the clock), "
+             "exact 95 % intervals (order statistics, "
+             "distribution-free). `+inf`: the calls cannot bound the percentile from above "
+             "(fewer than `min_n`, the calls such an interval needs, or the end falls among "
+             "timed-out calls); `few_samples`: n < `min_n`; `censored`: the percentile falls "
+             "among calls killed at their timeout (a lower bound).", "", markdown_table(rows,
                                            ["config", "tool", "q", "n", "value", "low", "high",
                                             "min_n", "few_samples", "censored"]), "",
              "![percentiles](plots/percentiles.png)", ""]
@@ -99,34 +126,58 @@ def _percentile_section(results: Results, plots: Path) -> list[str]:
     return lines
 
 
-def _comparisons(results: Results, metrics: list[str]) -> list[dict]:
+def _comparisons(results: Results) -> tuple[list[dict], bool]:
+    """The spec's ``[[compare]]`` (primary), else each configuration against the first on
+    ``comparison_metrics`` (exploratory); the flag says which."""
     spec = (results.manifest.get("experiment") or {}).get("compare") or []
     if spec:
-        return spec
-    configs = results.configs
-    return [{"metric": m, "a": configs[0], "b": b} for b in configs[1:] for m in metrics
-            if m in ("success", "total_tokens", "wasted_s", "false_kills", "sim_makespan_ms")]
+        return list(spec), True
+    configs, usable = results.configs, set(comparison_metrics(results))
+    return [{"metric": m, "a": configs[0], "b": b} for b in configs[1:]
+            for m in DEFAULT_COMPARISONS if m in usable], False
 
 
-def _compare_section(results: Results, metrics: list[str], plots: Path) -> list[str]:
-    specs = _comparisons(results, metrics)
+def _compare_section(results: Results, plots: Path) -> list[str]:
+    specs, primary = _comparisons(results)
     if not specs:
         return []
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", FewSamplesWarning)
+        diffs = [results.compare(c["metric"], c["a"], c["b"], stat=c.get("stat", "mean"))
+                 for c in specs]
+    adjusted = holm([d.p_value for d in diffs])
+    joint = [results.compare(c["metric"], c["a"], c["b"], stat=c.get("stat", "mean"),
+                             confidence=1 - 0.05 / len(specs), warn=False) for c in specs]
     rows, lines = [], []
-    for i, c in enumerate(specs):
-        d = results.compare(c["metric"], c["a"], c["b"], stat=c.get("stat", "mean"))
+    for i, (c, d, p_adj, j) in enumerate(zip(specs, diffs, adjusted, joint)):
         rows.append({"metric": d.metric, "b - a": f"{d.b} - {d.a}", "pairs": d.n,
-                     "a": d.a_value, "b": d.b_value, "difference": d.estimate, "low": d.low,
-                     "high": d.high, "excludes 0": d.excludes_zero})
+                     "a": d.a_value, "b": d.b_value, "difference": d.estimate,
+                     "low": _end(d.low), "high": _end(d.high), "excludes 0": d.excludes_zero,
+                     "p": d.p_value, "p (Holm)": p_adj, "yes after Holm": p_adj < 0.05,
+                     "joint interval": "" if math.isnan(j.low) else f"[{_end(j.low)}, "
+                                                                      f"{_end(j.high)}]"})
         if d.n:
             plot_paired_comparison(results, c["metric"], c["a"], c["b"]).savefig(
                 plots / f"compare_{i}.png", dpi=110)
             lines += [f"![{d.metric}](plots/compare_{i}.png)", ""]
-    return ["## Paired comparisons", "", "Runs matched on task and seed; the difference is "
-            "b - a with its 95 % bootstrap interval. Where the interval excludes 0 the data "
-            "support a difference; where it includes 0 they do not (at this many seeds).", "",
-            markdown_table(rows, ["metric", "b - a", "pairs", "a", "b", "difference", "low",
-                                  "high", "excludes 0"]), "", *lines]
+    kind = ("**Primary** comparisons: the `[[compare]]` tables of the spec, chosen before the "
+            "data were seen." if primary else
+            "**Exploratory** comparisons: the spec names none (`[[compare]]`), so each "
+            "configuration is compared with the first on the default metrics. Read them as "
+            "leads for a new sweep with the comparison written down first, not as findings.")
+    head = ["## Paired comparisons", "", f"{kind} {len(rows)} comparison(s); with this many, "
+            "some interval may exclude 0 by chance.", "", "Runs matched on task and seed; the "
+            "difference is b - a with its 95 % t-interval (exact interval and sign test for a "
+            "median). `excludes 0` reads one comparison alone; `p (Holm)` is adjusted for all "
+            f"{len(rows)} in this table, and `yes after Holm` (adjusted p < 0.05) keeps the "
+            "chance of any false yes in the table below 5 %. `joint interval`: at confidence "
+            f"1 - 0.05/{len(rows)} (Bonferroni), so all {len(rows)} hold together with at least "
+            "95 %.", ""]
+    if caught:
+        head += [f"> Warning: {caught[0].message}", ""]
+    return head + [markdown_table(rows, ["metric", "b - a", "pairs", "a", "b", "difference",
+                                         "low", "high", "excludes 0", "p", "p (Holm)",
+                                         "yes after Holm", "joint interval"]), "", *lines]
 
 
 def write_report(directory: str | Path, out: str | Path | None = None) -> Path:
@@ -165,8 +216,7 @@ def write_report(directory: str | Path, out: str | Path | None = None) -> Path:
                   + f", scenario source {c.get('scenario_hash')}"
                   for name, c in ((sessions[-1] if sessions else {}).get("code") or {}).items()),
               ""]
-    summary, metrics = _summary_section(results)
-    lines += summary + _percentile_section(results, plots) + _compare_section(
-        results, metrics, plots)
+    summary, _ = _summary_section(results)
+    lines += summary + _percentile_section(results, plots) + _compare_section(results, plots)
     target.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return target

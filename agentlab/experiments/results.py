@@ -38,8 +38,7 @@ from typing import Any, Sequence
 
 from ..errors import ConfigError
 from .cells import Cell
-from .stats import (DEFAULT_RESAMPLES, PairedDifference, mean_interval, paired_difference,
-                    percentile_table)
+from .stats import PairedDifference, mean_interval, paired_difference, percentile_table
 from .store import MANIFEST, SweepStore, replace_file
 
 __all__ = ["Results", "MEASURED", "LOAD_SENSITIVE", "build_tables", "comparison_metrics"]
@@ -146,24 +145,28 @@ class Results:
     # -- statistics ---------------------------------------------------------------------------
     def percentiles(self, metric: str = "duration_ms", by: Sequence[str] = ("config", "tool"),
                     q: Sequence[float] = (50, 95, 99), *, confidence: float = 0.95,
-                    n_resamples: int = DEFAULT_RESAMPLES, seed: int = 0,
-                    where: Any = None) -> Any:
-        """Percentiles of ``metric`` per group with bootstrap intervals and sample flags.
+                    seed: int = 0, where: Any = None, censored_by: str | None = None) -> Any:
+        """Percentiles of ``metric`` per group with exact intervals and sample flags.
 
         ``metric`` is a column of ``tool_calls`` (default) or of ``runs`` (e.g. ``"wall_s"``
         with ``by=("config",)``); ``where`` is an optional boolean mask of that table.
         Warns ``FewSamplesWarning`` when a group has fewer than ``min_samples(q)`` values.
+        ``censored_by``: the column flagging lower bounds (default ``sim_timed_out`` for a
+        ``sim_*`` metric, else ``timed_out``).
         """
         table = self.tool_calls if metric in self.tool_calls.columns else self.ok()
         if where is not None:
             table = table[where]
-        return percentile_table(table, metric, list(by), q, confidence=confidence,
-                                n_resamples=n_resamples, seed=seed)
+        if censored_by is None:  # a killed call is a lower bound, on its own clock
+            censored_by = "sim_timed_out" if metric.startswith("sim_") else "timed_out"
+        return percentile_table(table, metric, list(by), q, confidence=confidence, seed=seed,
+                                censored_by=censored_by)
 
     def summary(self, metrics: Sequence[str] = ("success", "total_tokens", "cost_usd"), *,
                 by: Sequence[str] = ("config",), confidence: float = 0.95,
-                n_resamples: int = DEFAULT_RESAMPLES, seed: int = 0) -> Any:
-        """Mean of each run metric per group, with a bootstrap interval (``<m>_low/_high``)."""
+                seed: int = 0) -> Any:
+        """Mean of each run metric per group with its interval (``<m>_low/_high``): a
+        t-interval, or Clopper-Pearson for a 0/1 column such as ``success``."""
         import pandas as pd  # lazy: heavy
 
         runs = self.ok()
@@ -173,18 +176,18 @@ class Results:
             row = dict(zip(by, key if isinstance(key, tuple) else (key,)), runs=len(group))
             for m in metrics:
                 row[m], row[f"{m}_low"], row[f"{m}_high"] = mean_interval(
-                    group[m].astype(float), confidence=confidence, n_resamples=n_resamples,
-                    seed=seed)
+                    group[m].astype(float), confidence=confidence, seed=seed)
             rows.append(row)
         return pd.DataFrame(rows)
 
     def compare(self, metric: str, a: str, b: str, *, on: Sequence[str] = ("task", "seed"),
-                stat: str = "mean", confidence: float = 0.95,
-                n_resamples: int = DEFAULT_RESAMPLES, seed: int = 0) -> PairedDifference:
+                stat: str = "mean", confidence: float = 0.95, seed: int = 0,
+                warn: bool = True) -> PairedDifference:
         """Paired difference ``b - a`` of a run metric, matching runs on ``on`` (same seeds).
 
         ``a`` and ``b`` are configuration labels (``results.configs``). A ``partial`` sweep
         may not have run a configuration or a metric yet: that gives 0 pairs, not an error.
+        Fewer than ``stats.FEW_PAIRS`` pairs warn ``FewSamplesWarning`` unless ``warn=False``.
         """
         runs = self.ok()
         for label in (a, b):
@@ -202,8 +205,8 @@ class Results:
             return paired_difference([], [], stat=stat, metric=metric, labels=(a, b))
         pairs = wide[[a, b]].astype(float).dropna()
         return paired_difference(pairs[a].tolist(), pairs[b].tolist(), stat=stat,
-                                 confidence=confidence, n_resamples=n_resamples, seed=seed,
-                                 metric=metric, labels=(a, b))
+                                 confidence=confidence, seed=seed, metric=metric,
+                                 labels=(a, b), warn=warn)
 
     # -- files --------------------------------------------------------------------------------
     def save(self, directory: str | Path) -> Path:

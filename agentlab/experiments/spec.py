@@ -18,10 +18,14 @@ is the same experiment as this ``timeouts.toml`` (``Experiment.from_toml("timeou
     [run]                             # how to run it (not part of what is measured)
     workers = 2
     cost_cap_usd = 1.0
-    [[compare]]                       # paired comparisons for `agentlab report`
+    [[compare]]                       # the primary comparisons of `agentlab report`
     metric = "wasted_s"
     a = "timeouts=fixed"
     b = "timeouts=adaptive"
+
+``[[compare]]`` is the pre-registration: the comparisons chosen before the data are seen,
+which the report labels *primary*; without it the report's default comparisons are labelled
+*exploratory* (see ``agentlab.experiments.report``).
 
 A cell's settings are its scenario's defaults (``SCENARIOS[name].defaults``), then
 ``settings``, then its grid point. A setting no task's scenario knows is refused (typos cost
@@ -101,7 +105,8 @@ class Experiment:
         tasks: scenario names, ``Task``s or dicts (``{"name", "scenario", "prompt"}``).
         settings: settings shared by every cell.
         name: used in manifests, progress bars and reports.
-        compare: ``[{"metric", "a", "b"}]`` paired comparisons the report shows.
+        compare: ``[{"metric", "a", "b"}]`` the primary (pre-registered) paired comparisons
+            the report shows; optional ``"stat": "median"``.
         run_options: defaults for ``run()`` (the TOML ``[run]`` table).
     """
 

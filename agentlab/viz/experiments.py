@@ -2,7 +2,8 @@
 
 Every function takes ``agentlab.experiments.Results`` (or a table it made) and returns a
 matplotlib ``Figure`` with a title, axis labels and units. Intervals are drawn as error bars
-or bands; a percentile that rests on too few samples is drawn hatched and faded.
+or bands; a percentile that rests on too few samples is drawn hatched and faded, and an end
+the data cannot bound (``+inf``) as an arrow running off the axis, never clipped to the sample.
 """
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import math
 from typing import Any, Sequence
 
 __all__ = ["plot_percentile_bars", "plot_latency_ecdf", "plot_paired_comparison",
-           "plot_sweep_summary"]
+           "plot_sweep_summary", "plot_coverage"]
 
 _COLORS = ("#1565c0", "#ef6c00", "#2e7d32", "#6a1b9a", "#c62828", "#00838f", "#5d4037")
 _UNITS = {"duration_ms": "ms", "true_ms": "ms", "wasted_ms": "ms", "wasted_s": "s",
@@ -18,7 +19,9 @@ _UNITS = {"duration_ms": "ms", "true_ms": "ms", "wasted_ms": "ms", "wasted_s": "
           "total_tokens": "tokens", "prompt_tokens": "tokens", "completion_tokens": "tokens",
           "cost_usd": "USD", "success": "share of runs", "false_kills": "calls per run",
           "tool_timeouts": "calls per run", "turns": "turns", "llm_retries": "requests",
-          "compressions": "per run", "timeout_s": "s"}
+          "compressions": "per run", "timeout_s": "s", "sim_duration_ms": "ms",
+          "sim_wasted_ms": "ms", "sim_wasted_s": "s", "sim_false_kills": "calls per run",
+          "sim_timeouts": "calls per run"}
 
 
 def _unit(metric: str) -> str:
@@ -28,7 +31,8 @@ def _unit(metric: str) -> str:
 def plot_percentile_bars(table: Any, *, metric: str = "duration_ms",
                          title: str | None = None, log_y: bool = True,
                          figsize: tuple[float, float] | None = None):
-    """Bars of each percentile per tool and configuration, with the bootstrap interval.
+    """Bars of each percentile per tool and configuration, with the exact interval (an
+    unbounded upper end: a dashed arrow off the top of the axis).
 
     Args:
         table: ``Results.percentiles(...)`` output (columns ``config``, ``tool``, ``q``,
@@ -46,29 +50,39 @@ def plot_percentile_bars(table: Any, *, metric: str = "duration_ms",
     fig, axes = plt.subplots(1, len(qs), squeeze=False,
                              figsize=figsize or (3.6 * len(qs) + 0.6, 3.6))
     width = 0.8 / max(1, len(configs))
+    finite = table[["value", "low", "high"]].to_numpy(float)
+    finite = finite[np.isfinite(finite) & (finite > 0 if log_y else True)]
+    top = float(finite.max()) * (3.0 if log_y else 1.15) if finite.size else 1.0
     for ax, q in zip(axes[0], qs):
         for i, config in enumerate(configs):
             rows = table[(table["q"] == q) & (table["config"] == config)].set_index("tool")
             rows = rows.reindex(tools)
             x = np.arange(len(tools)) + (i - (len(configs) - 1) / 2) * width
             v = rows["value"].to_numpy(float)
-            err = np.vstack([v - rows["low"].to_numpy(float), rows["high"].to_numpy(float) - v])
+            low, high = rows["low"].to_numpy(float), rows["high"].to_numpy(float)
+            open_top = np.isinf(high) & (high > 0)
+            low = np.where(np.isinf(low), 0.0 if not log_y else v, low)  # -inf: from the bar
+            err = np.vstack([v - low, np.where(open_top, 0.0, high - v)])
             few = rows["few_samples"].fillna(False).to_numpy(bool)
             color = _COLORS[i % len(_COLORS)]
             ax.bar(x[~few], v[~few], width, color=color, label=config)
             ax.bar(x[few], v[few], width, color=color, alpha=0.35, hatch="//", edgecolor=color)
             ax.errorbar(x, v, yerr=np.nan_to_num(np.clip(err, 0, None)), fmt="none",
                         ecolor="black", capsize=3, lw=1)
+            for xi, vi in zip(x[open_top], v[open_top]):
+                ax.annotate("", xy=(xi, top), xytext=(xi, vi), annotation_clip=False,
+                            arrowprops={"arrowstyle": "->", "ls": "--", "color": "black"})
         ax.set_xticks(range(len(tools)), tools, rotation=20, fontsize=8)
         ax.set_xlabel("tool", fontsize=8)
         ax.set_title(f"p{q:g}", fontsize=10)
         ax.set_ylabel(f"{metric} ({_unit(metric)}{', log scale' if log_y else ''})", fontsize=8)
         if log_y:
             ax.set_yscale("log")
+        ax.set_ylim(top=top)
     handles, labels = axes[0, 0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="lower center", ncol=len(configs), fontsize=8, frameon=False)
-    fig.suptitle(title or f"{metric} percentiles with 95% bootstrap intervals "
-                 "(hatched: too few samples)", fontsize=10)
+    fig.suptitle(title or f"{metric} percentiles with exact 95% intervals (hatched: too few "
+                 "samples; dashed arrow: no upper bound)", fontsize=10)
     fig.tight_layout(rect=(0, 0.07, 1, 1))
     plt.close(fig)
     return fig
@@ -121,12 +135,13 @@ def plot_paired_comparison(results: Any, metric: str, a: str, b: str, *,
     """Two configurations on the same seeds: per-pair values, and the paired difference.
 
     Left: each pair (same task and seed) as a line from ``a`` to ``b``. Right: the per-pair
-    differences ``b - a`` with their mean and its 95 % bootstrap interval.
+    differences ``b - a`` with their mean and its 95 % t-interval (an unbounded end of a
+    median's exact interval runs off the axis as an arrow).
     """
     import matplotlib.pyplot as plt  # lazy: heavy
     import numpy as np  # lazy: heavy
 
-    diff = results.compare(metric, a, b, on=on)
+    diff = results.compare(metric, a, b, on=on, warn=False)  # the table's caller warns
     wide = results.ok().pivot_table(index=list(on), columns="config", values=metric,
                                     aggfunc="first")[[a, b]].astype(float).dropna()
     unit = _unit(metric)
@@ -143,16 +158,23 @@ def plot_paired_comparison(results: Any, metric: str, a: str, b: str, *,
     d = (wide[b] - wide[a]).to_numpy()
     jitter = np.random.default_rng(0).uniform(-0.08, 0.08, len(d))
     right.scatter(d, jitter, color="#90a4ae", s=14, label="per pair")
-    if math.isfinite(diff.low):
-        right.errorbar([diff.estimate], [0], xerr=[[diff.estimate - diff.low],
-                       [diff.high - diff.estimate]], fmt="s", color="#c62828", capsize=5,
+    if not (math.isnan(diff.low) or math.isnan(diff.high)):
+        lo, hi = right.get_xlim()
+        ends = [max(diff.low, lo), min(diff.high, hi)]
+        right.errorbar([diff.estimate], [0], xerr=[[diff.estimate - ends[0]],
+                       [ends[1] - diff.estimate]], fmt="s", color="#c62828", capsize=5,
                        lw=2, label=f"{diff.stat} {diff.estimate:+.3g} [{diff.low:+.3g}, "
                                    f"{diff.high:+.3g}]")
+        for end, edge in ((diff.low, lo), (diff.high, hi)):
+            if math.isinf(end):
+                right.annotate("", xy=(edge, 0), xytext=(diff.estimate, 0),
+                               arrowprops={"arrowstyle": "->", "color": "#c62828"})
     right.axvline(0, color="black", lw=0.8, ls=":")
     right.set_yticks([])
     right.set_ylim(-0.5, 0.5)
     right.set_xlabel(f"{b} minus {a} ({unit})")
-    right.set_title("paired difference, 95% bootstrap interval", fontsize=9)
+    right.set_title(f"paired difference, 95% {'t-' if diff.stat == 'mean' else 'exact '}"
+                    "interval", fontsize=9)
     right.legend(fontsize=7, loc="upper right")
     fig.suptitle(title or f"{metric}: {b} vs {a}", fontsize=10)
     fig.tight_layout()
@@ -186,6 +208,43 @@ def plot_sweep_summary(summary: Any, x: str, metrics: Sequence[str], *,
         ax.set_ylabel(f"mean {m} ({_unit(m)})", fontsize=8)
         ax.legend(fontsize=7)
     fig.suptitle(title or f"{', '.join(metrics)} against {x}", fontsize=10)
+    fig.tight_layout()
+    plt.close(fig)
+    return fig
+
+
+def plot_coverage(rows: Sequence[dict], *, q: float = 99, confidence: float = 0.95,
+                  title: str | None = None, figsize: tuple[float, float] = (7.0, 3.4)):
+    """Coverage of the q-th percentile's interval against the sample size: the exact interval,
+    the percentile bootstrap, and the bootstrap's cap ``1 - (q/100)**n`` (it never returns more
+    than the sample maximum, which is below the true percentile with that chance).
+
+    Args:
+        rows: ``{"n", "exact", "bootstrap"}`` per sample size (shares in 0..1), e.g. from
+            ``agentlab.experiments.coverage.quantile_coverage``.
+    """
+    import matplotlib.pyplot as plt  # lazy: heavy
+    import numpy as np  # lazy: heavy
+
+    ns = [r["n"] for r in rows]
+    fig, ax = plt.subplots(figsize=figsize)
+    grid = np.geomspace(min(ns), max(ns), 200)
+    ax.plot(grid, 1 - (q / 100) ** grid, color="#9e9e9e", ls="--",
+            label=f"bootstrap cap 1 - {q / 100:g}^n")
+    ax.axhline(confidence, color="black", lw=0.8, ls=":", label=f"nominal {confidence:.0%}")
+    ax.plot(ns, [r["exact"] for r in rows], "o-", color=_COLORS[0], label="exact interval (kit)")
+    ax.plot(ns, [r["bootstrap"] for r in rows], "s-", color=_COLORS[1],
+            label="percentile bootstrap")
+    ax.set_xscale("log")
+    ax.minorticks_off()
+    ax.set_xticks(ns, [str(n) for n in ns])
+    ax.set_ylim(0, 1.02)
+    ax.set_xlabel("sample size n (calls, log scale)")
+    ax.set_ylabel(f"share of intervals holding the true p{q:g}", fontsize=8)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7, loc="lower right")
+    ax.set_title(title or f"how often a {confidence:.0%} interval of a p{q:g} contains the truth",
+                 fontsize=10, loc="left")
     fig.tight_layout()
     plt.close(fig)
     return fig

@@ -3,8 +3,9 @@
 - ``plot_trace``: the span waterfall (run > turn > model call / tool call), one bar per span;
 - ``plot_turn_cost``: input/output tokens per turn (bars) and cost per turn (line);
 - ``plot_runs_cost``: the same over many runs (means, with the cost's min-max range);
-- ``plot_tool_latency``: every tool call's latency per tool, with p50, p95 and p99 where there
-  are enough calls for them (``MIN_CALLS``).
+- ``plot_tool_latency``: every tool call's latency per tool, with p50, p95 and p99 and their
+  exact 95 % intervals; an end too few calls cannot bound is an arrow off the axis
+  (``MIN_CALLS``: the calls a bounded interval needs, ``agentlab.quantiles.min_samples``).
 
 Each accepts an ``AgentObserver``, or the text of its ``export_json()``. Tool calls are drawn
 in the call-state colours of ``agentlab.viz.states``; runs, turns and model calls in greys and
@@ -12,20 +13,22 @@ blues (``KIND_COLORS``).
 """
 from __future__ import annotations
 
+import math
 import random
 from typing import Any, Sequence
 
 from ..observe import AgentObserver, Span
-from ..timeouts import percentile
+from ..quantiles import min_samples, percentile_interval
 from .states import KIND_COLORS, STATE_COLORS, TOKEN_COLORS, call_state, state_handles
 
 __all__ = ["plot_trace", "plot_turn_cost", "plot_runs_cost", "plot_tool_latency", "MIN_CALLS"]
 
 _OTHER = "#ce93d8"
 _ERROR = STATE_COLORS["failed"]
-#: Calls a percentile needs before it is drawn: a p95 of fewer than 20 calls is one of the two
-#: largest, a p99 of fewer than 100 is the maximum (nearest rank).
-MIN_CALLS = {50: 1, 95: 20, 99: 100}
+#: Calls a percentile needs before its exact 95 % interval is bounded at both ends (6, 72, 368):
+#: the one rule of chapters 09, 12 and 14 (``agentlab.quantiles.min_samples``).
+MIN_CALLS = {q: min_samples(q) for q in (50, 95, 99)}
+_STYLES = ((50, "-", 0.24), (95, "--", 0.30), (99, ":", 0.36))  # q, line style, interval offset
 
 
 def _observer(source: Any) -> Any:
@@ -192,9 +195,11 @@ def plot_runs_cost(rows: Sequence[dict], *, model: str = "", title: str | None =
 
 def plot_tool_latency(source: Any, *, title: str | None = None,
                       figsize: tuple[float, float] | None = None, seed: int = 0):
-    """One row per tool: each call's latency as a dot (in its state's colour), with p50, p95 and
-    p99 as ticks -- each only when the tool has ``MIN_CALLS[q]`` calls; the row label gives the
-    number of calls and which percentiles were left out for lack of calls.
+    """One row per tool: each call's latency as a dot (in its state's colour), p50, p95 and p99
+    as ticks, and under each its exact 95 % interval as a thin line in the tick's style; an
+    upper end the calls cannot bound (fewer than ``MIN_CALLS[q]``) is an arrow running off the
+    right edge, never clipped to the slowest call. The row label gives the number of calls and
+    which percentiles are unbounded.
 
     Args:
         source: an ``AgentObserver``, its ``export_json()`` text, or a list of them (many runs
@@ -219,31 +224,38 @@ def plot_tool_latency(source: Any, *, title: str | None = None,
         ys = [y + rng.uniform(-0.18, 0.18) for _ in pts]
         ax.scatter([d for d, _ in pts], ys, s=16 if len(pts) < 200 else 6, alpha=0.7,
                    c=[STATE_COLORS[st] for _, st in pts], linewidths=0)
-        ms = [d for d, _ in pts]
-        for q, style in ((50, "-"), (95, "--"), (99, ":")):
-            if len(ms) >= MIN_CALLS[q]:
-                v = percentile(ms, q)
-                ax.plot([v, v], [y - 0.32, y + 0.32], style, color="black", lw=1.4)
-    ax.plot([], [], "-", color="black", label="p50")
-    ax.plot([], [], "--", color="black", label=f"p95 (>= {MIN_CALLS[95]} calls)")
-    ax.plot([], [], ":", color="black", label=f"p99 (>= {MIN_CALLS[99]} calls)")
+    right = max(d for pts in calls.values() for d, _ in pts) * 1.08
+    for y, name in enumerate(names):
+        ms = [d for d, _ in calls[name]]
+        for q, style, dy in _STYLES:
+            v, low, high = percentile_interval(ms, q)
+            ax.plot([v, v], [y - 0.32, y + 0.2], style, color="black", lw=1.4)
+            low = 0.0 if low == -math.inf else low
+            if high == math.inf:
+                ax.annotate("", xy=(right, y + dy), xytext=(low, y + dy),
+                            arrowprops={"arrowstyle": "->", "ls": style, "lw": 0.9})
+            else:
+                ax.plot([low, high], [y + dy, y + dy], style, color="black", lw=0.9)
+    for q, style, _ in _STYLES:
+        ax.plot([], [], style, color="black", label=f"p{q}")
+    ax.plot([], [], "-", color="white", label="thin: 95% interval, arrow: no upper bound")
     handles, _ = ax.get_legend_handles_labels()
     handles += state_handles(seen)
 
     def row_label(n: str) -> str:
         k = len(calls[n])
-        missing = [f"p{q}" for q in (95, 99) if k < MIN_CALLS[q]]
+        open_ = [f"p{q}" for q in (50, 95, 99) if k < MIN_CALLS[q]]
         return f"{n} ({k} call{'s' if k != 1 else ''})" + (
-            f"\nno {'/'.join(missing)}: too few" if missing else "")
+            f"\n{'/'.join(open_)} unbounded" if open_ else "")
     ax.set_yticks(range(len(names)), [row_label(n) for n in names], fontsize=7)
     ax.set_ylim(len(names) - 0.5, -0.5)
     ax.set_xlabel("latency (ms)")
-    ax.set_xlim(left=0)
+    ax.set_xlim(0, right)
     ax.grid(axis="x", alpha=0.3)
     ax.legend(handles=handles, fontsize=7, loc="lower right", bbox_to_anchor=(1.0, 1.0),
-              ncol=len(handles), frameon=False, handlelength=1.5, columnspacing=0.8)
+              ncol=min(len(handles), 4), frameon=False, handlelength=1.5, columnspacing=0.8)
     ax.set_title(title or f"tool latency per call ({sum(map(len, calls.values()))} calls)",
-                 fontsize=10, loc="left", pad=22)     # above the legend row
+                 fontsize=10, loc="left", pad=34)     # above the legend rows
     fig.tight_layout()
     plt.close(fig)
     return fig

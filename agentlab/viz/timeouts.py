@@ -5,7 +5,7 @@ import math
 from typing import Any, Mapping, Sequence
 
 from ..errors import ConfigError
-from ..timeouts import percentile
+from ..quantiles import percentile_interval
 from .states import STATE_COLORS
 
 __all__ = ["plot_latency_percentiles", "plot_timeout_tradeoff", "plot_timeout_trace"]
@@ -18,11 +18,14 @@ def plot_latency_percentiles(samples: Mapping[str, Sequence[float]] | Any,
                              timeouts_s: Mapping[str, float] | None = None, *,
                              bins: int | None = None, log_x: bool = True,
                              figsize: tuple[float, float] | None = None):
-    """One histogram per tool (durations in ms) with its p50/p95/p99 and its timeout.
+    """One histogram per tool (durations in ms) with its p50/p95/p99, their exact 95 %
+    intervals, and its timeout.
 
     Every panel has the same bins and the same duration axis, so tools can be compared at a
     glance; counts are whole numbers. Percentiles are ``agentlab.timeouts.percentile`` (the
-    numbers ``get_stats`` reports).
+    numbers ``get_stats`` reports); each interval (``agentlab.quantiles``) is a shaded band,
+    hatched and running to the right edge when the calls cannot bound it above (a p99 needs
+    368 calls, a 100-call window never has them), and the legend prints that end as ``+inf``.
 
     Args:
         samples: ``{tool: [duration_ms, ...]}`` or an ``AdaptiveTimeoutManager`` (its windows,
@@ -61,8 +64,14 @@ def plot_latency_percentiles(samples: Mapping[str, Sequence[float]] | Any,
         d = data[name]
         ax.hist(d, bins=edges, color="#b0bec5", edgecolor="white")
         for label, q in (("p50", 50), ("p95", 95), ("p99", 99)):
-            v = percentile(d.tolist(), q)
-            ax.axvline(v, color=_P_COLORS[label], lw=1.5, label=f"{label} {v:.0f} ms")
+            v, low, high = percentile_interval(d.tolist(), q)
+            open_ = math.isinf(high)
+            ax.axvspan(max(low, edges[0]), edges[-1] if open_ else high, alpha=0.12,
+                       color=_P_COLORS[label], hatch="//" if open_ else None, lw=0)
+            end = "+inf" if open_ else f"{high:.0f}"
+            start = "-inf" if math.isinf(low) else f"{low:.0f}"
+            ax.axvline(v, color=_P_COLORS[label], lw=1.5,
+                       label=f"{label} {v:.0f} ms [{start}, {end}]")
         if name in timeouts_ms:
             ax.axvline(timeouts_ms[name], color=_TIMEOUT, ls="--", lw=2,
                        label=f"timeout {timeouts_ms[name] / 1000:.2f} s")

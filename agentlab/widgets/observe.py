@@ -1,10 +1,11 @@
 """Widget for chapter 12 (``notebooks/12_observability.ipynb``): percentiles over many runs.
 
 One run of the research agent makes six tool calls: one to three per tool, far too few for a
-p95, let alone a p99 (nearest rank: a p99 of fewer than 100 calls is simply the slowest call).
-``latency_explorer()`` runs the agent many times -- each run with its own ``AgentObserver``,
-each tool sleeping a seeded latency -- and pools the observers: per-tool p50/p95/p99 with the
-number of calls behind each, and tokens and cost per turn across the runs. ``observe_runs()``,
+p95, let alone a p99. ``latency_explorer()`` runs the agent many times -- each run with its own
+``AgentObserver``, each tool sleeping a seeded latency -- and pools the observers: per-tool
+p50/p95/p99 with their exact 95 % intervals (``agentlab.quantiles``; ``+inf`` where the calls
+cannot bound the percentile: fewer than 72 for a p95, 368 for a p99) and the number of calls
+behind each, and tokens and cost per turn across the runs. ``observe_runs()``,
 ``tool_percentiles()`` and ``cost_per_turn()`` are what it runs, callable directly so a notebook
 can print a deterministic result next to the widget.
 """
@@ -21,7 +22,7 @@ from .. import research, sim
 from ..observe import AgentObserver
 from ..runtime import AgentRuntime, RuntimeConfig
 from ..sim.tool_latency import LatencyModel, LogNormal
-from ..timeouts import percentile
+from ..quantiles import percentile_interval
 from ..viz.observe import MIN_CALLS, plot_runs_cost, plot_tool_latency
 from .panel import Panel
 
@@ -72,9 +73,9 @@ def observe_runs(runs: int = 50, *, seed: int = 0, tool_fault_rate: float = 0.0,
 
 
 def tool_percentiles(observers: list[AgentObserver]) -> dict[str, dict[str, Any]]:
-    """Per tool, pooled over the runs: ``calls``, ``failed``, ``p50``, ``p95``, ``p99`` (ms).
-
-    A percentile is None when the tool has fewer calls than ``MIN_CALLS`` asks for it.
+    """Per tool, pooled over the runs: ``calls``, ``failed``, and for q in 50, 95, 99 ``pq``
+    with its exact 95 % interval ``pq_low``, ``pq_high`` (ms; ``+inf`` when the tool has fewer
+    calls than ``MIN_CALLS[q]``: the percentile is known to be above ``pq_low``, no more).
     """
     pooled: dict[str, list] = {}
     for obs in observers:
@@ -85,21 +86,25 @@ def tool_percentiles(observers: list[AgentObserver]) -> dict[str, dict[str, Any]
         ms = [t.duration_ms for t in pooled[name]]
         row: dict[str, Any] = {"calls": len(ms), "failed": sum(not t.success for t in pooled[name])}
         for q in (50, 95, 99):
-            row[f"p{q}"] = percentile(ms, q) if len(ms) >= MIN_CALLS[q] else None
+            row[f"p{q}"], row[f"p{q}_low"], row[f"p{q}_high"] = percentile_interval(ms, q)
         stats[name] = row
     return stats
 
 
 def format_percentiles(stats: dict[str, dict[str, Any]], runs: int) -> str:
-    """A small table of ``tool_percentiles`` and a line on how many calls each needs."""
-    def cell(v: float | None) -> str:
-        return "      -" if v is None else f"{v:7.1f}"
-    lines = [f"{runs} runs pooled; latency in ms (a '-' has too few calls: p95 needs "
-             f"{MIN_CALLS[95]}, p99 {MIN_CALLS[99]})",
-             f"{'tool':<11}{'calls':>6}{'failed':>7}{'p50':>8}{'p95':>8}{'p99':>8}"]
+    """A small table of ``tool_percentiles``: each percentile with its interval, and a line on
+    how many calls a bounded interval needs."""
+    def cell(r: dict, q: int) -> str:
+        v, low, high = r[f"p{q}"], r[f"p{q}_low"], r[f"p{q}_high"]
+        end = "+inf" if high == float("inf") else f"{high:.1f}"
+        start = "-inf" if low == float("-inf") else f"{low:.1f}"
+        return f"{v:.1f} [{start}, {end}]".rjust(21)
+    lines = [f"{runs} runs pooled; latency in ms with exact 95 % intervals ('+inf': too few "
+             f"calls to bound it; p95 needs {MIN_CALLS[95]} calls, p99 {MIN_CALLS[99]})",
+             f"{'tool':<11}{'calls':>6}{'failed':>7}{'p50':>21}{'p95':>21}{'p99':>21}"]
     for name, r in stats.items():
-        lines.append(f"{name:<11}{r['calls']:>6}{r['failed']:>7} {cell(r['p50'])} "
-                     f"{cell(r['p95'])} {cell(r['p99'])}")
+        lines.append(f"{name:<11}{r['calls']:>6}{r['failed']:>7}"
+                     + "".join(cell(r, q) for q in (50, 95, 99)))
     return "\n".join(lines)
 
 
