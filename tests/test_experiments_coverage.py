@@ -10,7 +10,8 @@ import pytest
 
 from agentlab.errors import ConfigError
 from agentlab.experiments.coverage import (LogNormalLatency, aa_false_positive_rate,
-                                           bootstrap_cap, proportion_coverage, quantile_coverage)
+                                           bootstrap_cap, mean_coverage, proportion_coverage,
+                                           quantile_coverage)
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -26,6 +27,11 @@ def test_a_p95_from_50_and_a_share_from_9_runs_cover():
     assert quantile_coverage(50, 95, reps=150, seed=2) >= 0.90
     assert proportion_coverage(9, 0.9, reps=150, seed=3) >= 0.90
     assert proportion_coverage(9, 0.9, reps=150, method="bootstrap", seed=3) < 0.75
+
+
+def test_a_mean_of_20_skewed_latencies_covers_where_plain_t_does_not():
+    assert mean_coverage(20, reps=300, seed=5) >= 0.92  # Cochran's rule opens the upper end
+    assert mean_coverage(20, reps=300, method="t", seed=5) <= 0.91  # about 88 %
 
 
 def test_the_paired_t_interval_keeps_aa_false_positives_near_5_percent():

@@ -91,7 +91,8 @@ def test_timed_out_calls_mark_the_percentile_censored_and_open_its_upper_end():
 
 
 def test_mean_interval_is_students_t_and_a_share_is_clopper_pearson():
-    x = np.random.default_rng(4).lognormal(0, 1, 25)
+    x = np.random.default_rng(4).normal(10, 2, 25)
+    assert len(x) > 25 * stats.skew(x, bias=False) ** 2  # Cochran's rule holds: plain t
     ref = stats.ttest_1samp(x, 0).confidence_interval(0.95)
     assert mean_interval(x) == pytest.approx((x.mean(), ref.low, ref.high))
     share, low, high = mean_interval([True] * 9)
@@ -100,6 +101,16 @@ def test_mean_interval_is_students_t_and_a_share_is_clopper_pearson():
     assert proportion_interval(3, 10) == pytest.approx(
         (0.3, *stats.binomtest(3, 10).proportion_ci(method="exact")))
     assert mean_interval([True, False, True, True])[0] == 0.75
+
+
+def test_a_mean_of_too_few_skewed_values_leaves_the_long_tails_end_open():
+    x = np.random.default_rng(4).lognormal(0, 1, 25)
+    g1 = stats.skew(x, bias=False)
+    assert len(x) < 25 * g1 ** 2 and g1 > 0  # Cochran's rule fails: t would under-cover
+    ref = stats.ttest_1samp(x, 0).confidence_interval(0.95)
+    assert mean_interval(x) == pytest.approx((x.mean(), ref.low, math.inf))
+    mirrored = mean_interval(-x)  # a left tail opens the lower end
+    assert mirrored[1] == -math.inf and mirrored[2] == pytest.approx(-ref.low)
 
 
 def test_degenerate_and_empty_samples():

@@ -22,9 +22,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import ConfigError
-from .stats import mean_interval, paired_difference, percentile_interval, proportion_interval
+from .stats import (mean_interval, paired_difference, percentile_interval, proportion_interval,
+                    t_interval)
 
-__all__ = ["LogNormalLatency", "Successes", "quantile_coverage", "mean_coverage", "aa_false_positive_rate",
+__all__ = ["LogNormalLatency", "Successes", "quantile_coverage", "mean_coverage",
+           "aa_false_positive_rate",
            "proportion_coverage", "bootstrap_cap"]
 
 
@@ -103,15 +105,18 @@ def quantile_coverage(n: int, q: float, *, reps: int = 1000, method: str = "kit"
 def mean_coverage(n: int, *, reps: int = 1000, method: str = "kit", seed: int = 0,
                   n_resamples: int = 400, confidence: float = 0.95,
                   dist: LogNormalLatency = LogNormalLatency()) -> float:
-    """Share of ``reps`` samples of size n whose interval of the mean holds the true mean."""
+    """Share of ``reps`` samples of size n whose interval of the mean holds the true mean
+    (``method``: ``"kit"``, ``"t"`` for plain Student's t, or ``"bootstrap"``)."""
     import numpy as np  # lazy: heavy
 
-    _check(method, ("kit", "bootstrap"))
+    _check(method, ("kit", "t", "bootstrap"))
     rng = np.random.default_rng(seed)
     hits = 0
     for x in dist.draw(rng, (reps, n)):
         if method == "kit":
             _, low, high = mean_interval(x, confidence=confidence)
+        elif method == "t":  # plain Student's t, what the kit gives when Cochran's rule holds
+            _, low, high = t_interval(list(x), confidence)
         else:
             low, high = _bootstrap(x, lambda s: s.mean(axis=-1), rng, n_resamples, confidence)
         hits += low <= dist.mean <= high

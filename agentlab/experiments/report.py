@@ -11,7 +11,8 @@ report compares each configuration with the first on ``comparison_metrics(result
 those *exploratory*: the more comparisons, the more chance one "excludes 0" by luck (20 % to
 70 % of null sweeps had at least one with 2 to 6 configurations). Every comparison table says
 how many comparisons it holds and gives Holm-adjusted p-values ("yes after Holm" keeps the
-chance of any false "yes" in the table below 5 %) and Bonferroni intervals that hold jointly. Taught in ``notebooks/14_experiments.ipynb``.
+chance of any false "yes" in the table below 5 %) and Bonferroni intervals that hold jointly.
+Taught in ``notebooks/14_experiments.ipynb``.
 """
 from __future__ import annotations
 
