@@ -82,9 +82,10 @@ def _summary_section(results: Results) -> tuple[list[str], list[str]]:
     status = results.runs.groupby(["config", "status"], sort=False).size()
     lines = ["## Runs per configuration", "",
              "Mean per run with its 95 % interval, over the runs that ran (Student's t; "
-             "Clopper-Pearson for a 0/1 column such as `success`). With fewer than 30 runs a "
-             "heavy-tailed metric's t-interval covers less than it says (88 % at 20 runs for "
-             "lognormal latencies, `benchmarks/bench_coverage.py`).", "",
+             "Clopper-Pearson for a 0/1 column such as `success`). Where the runs are too few for "
+             "t on data this skewed (Cochran's rule: runs > 25 x skewness squared) the long "
+             "tail's end is open, `+inf`: plain t would cover 88 % at 20 runs of lognormal "
+             "latencies (`benchmarks/bench_coverage.py`).", "",
              markdown_table(rows, ["config", "runs", *metrics]), "", "Status of the cells: "
              + "; ".join(f"{c} {s}: {n}" for (c, s), n in status.items()), ""]
     errs = [c for c in results.runs.columns if c.startswith("err_")]
