@@ -80,3 +80,14 @@ def test_coverage_plot_draws_the_bootstrap_cap():
     assert abs(y[0] - (1 - 0.99 ** 20)) < 1e-9 and abs(y[-1] - (1 - 0.99 ** 50)) < 1e-9
     assert n[0] == 20 and "p99" in ax.get_ylabel()
 
+
+
+def test_sweep_summary_draws_an_open_end_instead_of_dropping_it():
+    import pandas as pd
+
+    summary = pd.DataFrame({"threshold": [0.5, 1.0], "tokens": [10.0, 20.0],
+                            "tokens_low": [8.0, 15.0], "tokens_high": [12.0, float("inf")]})
+    ax = viz.plot_sweep_summary(summary, "threshold", ["tokens"]).axes[0]
+    assert any(c.get_hatch() == "//" for c in ax.collections)  # the open end, hatched
+    assert "no bound (open end)" in [t.get_text() for t in ax.get_legend().get_texts()]
+    assert ax.get_ylim()[1] < 1e6  # the axis is not stretched towards +inf

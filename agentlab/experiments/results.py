@@ -142,6 +142,15 @@ class Results:
         """The runs that ran (not skipped or crashed)."""
         return self.runs[self.runs["status"] == "ok"]
 
+    def without_measured(self, table: str = "runs") -> Any:
+        """``runs`` or ``tool_calls`` without the clock-measured columns (``MEASURED``): what
+        the same sweep reproduces exactly, on any machine and at any load."""
+        if table not in MEASURED:
+            raise ConfigError("invalid_argument", f"table must be 'runs' or 'tool_calls', "
+                              f"got {table!r}")
+        df = getattr(self, table)
+        return df.drop(columns=[c for c in MEASURED[table] if c in df.columns])
+
     # -- statistics ---------------------------------------------------------------------------
     def percentiles(self, metric: str = "duration_ms", by: Sequence[str] = ("config", "tool"),
                     q: Sequence[float] = (50, 95, 99), *, confidence: float = 0.95,

@@ -202,15 +202,38 @@ def plot_sweep_summary(summary: Any, x: str, metrics: Sequence[str], *,
     for i, (ax, m) in enumerate(zip(axes[0], metrics)):
         color = _COLORS[i % len(_COLORS)]
         ax.plot(data[x], data[m], "o-", color=color)
-        ax.fill_between(data[x], data[f"{m}_low"], data[f"{m}_high"], color=color, alpha=0.2,
-                        label="95% interval")
-        ax.set_xlabel(xlabel or x)
+        low, high = data[f"{m}_low"].astype(float), data[f"{m}_high"].astype(float)
+        ax.fill_between(data[x], low, high, color=color, alpha=0.2, label="95% interval")
+        _open_ends(ax, data[x], low, high, color)
+        ax.set_xlabel(xlabel or x, fontsize=8)
         ax.set_ylabel(f"mean {m} ({_unit(m)})", fontsize=8)
         ax.legend(fontsize=7)
     fig.suptitle(title or f"{', '.join(metrics)} against {x}", fontsize=10)
     fig.tight_layout()
     plt.close(fig)
     return fig
+
+
+def _open_ends(ax: Any, xs: Any, low: Any, high: Any, color: str) -> None:
+    """Draw an interval end the data cannot bound (``±inf``) as a hatched band running off the
+    axes with an arrow, instead of leaving it out (which would look like no uncertainty)."""
+    import numpy as np  # lazy: heavy
+
+    top, bottom = ~np.isfinite(high.to_numpy()), ~np.isfinite(low.to_numpy())
+    if not (top.any() or bottom.any()):
+        return
+    y0, y1 = ax.get_ylim()
+    span = float(np.ptp(np.asarray(xs, dtype=float))) or 1.0
+    half = 0.02 * span  # the band's half-width: 2 % of the x range
+    for mask, edge, other, sign in ((top, y1, low, 1), (bottom, y0, high, -1)):
+        for xv, o in zip(np.asarray(xs)[mask], np.asarray(other, dtype=float)[mask]):
+            start = o if np.isfinite(o) else (y0 if sign > 0 else y1)
+            ax.fill_between([xv - half, xv + half], start, edge, color=color, alpha=0.15,
+                            hatch="//", edgecolor=color, linewidth=0)
+            ax.annotate("", xy=(xv, edge), xytext=(xv, edge - sign * 0.08 * (y1 - y0)),
+                        arrowprops={"arrowstyle": "->", "color": color, "linestyle": "--"})
+    ax.set_ylim(y0, y1)
+    ax.plot([], [], color=color, linestyle="--", label="no bound (open end)")
 
 
 def plot_coverage(rows: Sequence[dict], *, q: float = 99, confidence: float = 0.95,
