@@ -9,5 +9,10 @@ alone cannot add a mapped package to the ones ``packages.find`` discovers, hence
 """
 from setuptools import find_packages, setup
 
-setup(packages=find_packages(include=["agentlab", "agentlab.*"]) + ["agentlab.data"],
+# Folders that hold only data are listed as packages too (setuptools warns, and will one day
+# drop their files, when an importable folder is missing from ``packages``).
+DATA_PACKAGES = ["agentlab.data", "agentlab.data.corpus", "agentlab.data.tiktoken",
+                 "agentlab.widgets.jupyterlab"]
+
+setup(packages=find_packages(include=["agentlab", "agentlab.*"]) + DATA_PACKAGES,
       package_dir={"agentlab.data": "data"})
