@@ -128,3 +128,36 @@ def test_text_that_is_not_utf8_never_escapes_chat_as_a_bare_exception():
         make(wire).chat(bad)
     assert info.value.code == "bad_request" and info.value.details["param"] == "messages[0]"
     assert wire.requests == []  # refused before any network
+
+
+def _runtime(*bodies):
+    from agentlab.runtime import AgentRuntime
+    from agentlab.tools import ToolRegistry
+    reg, ran = ToolRegistry(), []
+
+    @reg.tool
+    def get_weather(city: str) -> str:
+        """The weather in a city."""
+        ran.append(city)
+        return f"sunny in {city}"
+    wire = Wire(*[httpx2.Response(200, json=b) for b in bodies])
+    return AgentRuntime(make(wire), reg), wire, ran
+
+
+@pytest.mark.parametrize("shape", ["legacy function_call", "arguments as an object"])
+def test_a_run_executes_the_call_whatever_its_shape(shape):
+    first = completion(content=None, finish="tool_calls")
+    msg = first["choices"][0]["message"]
+    if shape == "legacy function_call":
+        first["choices"][0]["finish_reason"] = "function_call"
+        msg["function_call"] = {"name": "get_weather", "arguments": '{"city": "Paris"}'}
+    else:
+        msg["tool_calls"] = [{"id": "call_1", "type": "function",
+                              "function": {"name": "get_weather", "arguments": {"city": "Paris"}}}]
+    rt, wire, ran = _runtime(first, completion("It is sunny."))
+    result = rt.run("weather in Paris?")
+    assert (result.stopped_reason, result.content, ran) == ("completed", "It is sunny.", ["Paris"])
+    sent = wire.requests[1]["messages"]
+    call = sent[-2]["tool_calls"][0]
+    assert json.loads(call["function"]["arguments"]) == {"city": "Paris"}
+    assert sent[-1] == {"role": "tool", "tool_call_id": call["id"], "content": "sunny in Paris"}
