@@ -111,8 +111,9 @@ def _by_schema(schema: Any, value: Any, path: str, errors: list[dict],
                strict: bool = False) -> Any:
     """The top-level scalar rules (``_coerce_scalar``) applied to every scalar leaf of a value
     that pydantic validates next, walking its JSON schema: a leaf they refuse is reported
-    here, a leaf they coerce is passed on coerced. What the schema does not pin down (enums,
-    formats pydantic parses, unions no member fits) is left to pydantic."""
+    here, a leaf only they coerce (``42`` for a string) is passed on coerced. What the schema
+    does not pin down (enums, formats pydantic parses, unions no member fits) is left to
+    pydantic."""
     if not isinstance(schema, dict) or "enum" in schema or "const" in schema:
         return value
     members = schema.get("anyOf") or schema.get("oneOf")
@@ -127,8 +128,8 @@ def _by_schema(schema: Any, value: Any, path: str, errors: list[dict],
     kind = schema.get("type")
     if isinstance(kind, str) and kind in _SCALARS:
         ok, out = _coerce_scalar(_SCALARS[kind], value, strict)
-        if ok:
-            return out
+        if ok:  # pydantic converts the rest the same way and reports what the model sent
+            return out if kind == "string" and not isinstance(value, str) else value
         errors.append({"field": path, "problem": "wrong_type", "expected": kind,
                        "got": f"{show_value(value)} ({json_type(value)})"})
         return value
