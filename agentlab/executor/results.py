@@ -33,7 +33,6 @@ import datetime as _dt
 import enum
 import hashlib
 import json
-import re
 from dataclasses import dataclass, field
 from pathlib import PurePath
 from typing import Any, Callable, Iterable
@@ -41,7 +40,6 @@ from typing import Any, Callable, Iterable
 __all__ = ["ToolResult", "to_text", "safe_str", "render_result", "failed_result", "OnResult",
            "not_run", "valid_text", "bytes_text"]
 
-_SURROGATE = re.compile("[\ud800-\udfff]")
 #: Leading bytes of the binary formats a tool most often returns, and their media types.
 _MAGIC = ((b"\x89PNG\r\n\x1a\n", "image/png"), (b"\xff\xd8\xff", "image/jpeg"),
           (b"GIF8", "image/gif"), (b"%PDF-", "application/pdf"), (b"PK\x03\x04", "application/zip"),
@@ -111,8 +109,13 @@ def bytes_text(data: bytes | bytearray | memoryview) -> str:
 
 def _repair(text: str) -> tuple[str, int]:
     """``text`` with surrogate pairs joined and lone surrogates replaced; how many were lone."""
-    if _SURROGATE.search(text) is None:
+    if text.isascii():
         return text, 0
+    try:
+        text.encode("utf-8")  # C speed; a regex scan of 100k characters takes ~1 ms
+        return text, 0
+    except UnicodeEncodeError:
+        pass
     fixed = text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
     return fixed, fixed.count("\ufffd") - text.count("\ufffd")
 
