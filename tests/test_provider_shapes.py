@@ -161,3 +161,10 @@ def test_a_run_executes_the_call_whatever_its_shape(shape):
     call = sent[-2]["tool_calls"][0]
     assert json.loads(call["function"]["arguments"]) == {"city": "Paris"}
     assert sent[-1] == {"role": "tool", "tool_call_id": call["id"], "content": "sunny in Paris"}
+
+
+def test_a_trailing_header_repeat_without_arguments_opens_no_extra_call():
+    frag = lambda a: delta(tool_calls=[{"id": "call_0", "function": {"name": "f", "arguments": a}}])  # noqa: E731
+    stream = sse(frag('{"x": 1}'), frag(""), delta(finish="tool_calls"))
+    final = collect_stream(make(Wire(lambda: stream_response(stream))).stream(MSGS))
+    assert [(t.name, t.arguments) for t in final.tool_calls] == [("f", {"x": 1})]

@@ -98,8 +98,9 @@ class StreamAssembler:
         name = getattr(fn, "name", None)
         if idx is None:
             # Some providers omit the index: a known id continues its latest call, a new id
-            # opens a new one, no id continues the latest call. A name arriving for a call whose
-            # arguments are already whole opens the next call: parallel calls may reuse one id.
+            # opens a new one, no id continues the latest call. A header (a name) with new
+            # arguments, or another name, for a call whose arguments are already whole opens
+            # the next call: parallel calls may reuse one id.
             by_id = {self.calls[i]["id"]: i for i in sorted(self.calls) if self.calls[i]["id"]}
             if tc_id in by_id:
                 idx = by_id[tc_id]
@@ -107,7 +108,9 @@ class StreamAssembler:
                 idx = max(self.calls, default=-1) + 1
             else:
                 idx = max(self.calls)
-            if name and idx in self.calls and _whole_json("".join(self.calls[idx]["args"])):
+            slot = self.calls.get(idx)
+            if (name and slot is not None and _whole_json("".join(slot["args"]))
+                    and (name != slot["name"] or getattr(fn, "arguments", None))):
                 idx = max(self.calls) + 1
         slot = self.calls.setdefault(idx, {"id": "", "name": "", "args": []})
         if tc_id and not slot["id"]:
