@@ -168,3 +168,22 @@ def test_a_trailing_header_repeat_without_arguments_opens_no_extra_call():
     stream = sse(frag('{"x": 1}'), frag(""), delta(finish="tool_calls"))
     final = collect_stream(make(Wire(lambda: stream_response(stream))).stream(MSGS))
     assert [(t.name, t.arguments) for t in final.tool_calls] == [("f", {"x": 1})]
+
+
+@pytest.mark.parametrize("content_type, body, code", [
+    ("text/html", b"<html><body>Please log in to continue</body></html>", "bad_response"),
+    ("application/json", json.dumps({"error": {"message": "Invalid tool schema",
+                                               "type": "invalid_request_error"}}).encode(),
+     "bad_request")])
+def test_a_streamed_request_answered_with_a_page_or_an_error_object_says_so(content_type, body, code):
+    wire = Wire(lambda: httpx2.Response(200, headers={"content-type": content_type}, content=body))
+    with pytest.raises(ProviderError) as info:
+        collect_stream(make(wire, max_retries=2).stream(MSGS))
+    assert (info.value.code, info.value.retryable, len(wire.requests)) == (code, False, 1)
+    assert ("Please log in" if code == "bad_response" else "Invalid tool schema") in info.value.message
+
+
+def test_an_event_stream_under_another_content_type_is_still_read():
+    body = sse(delta(content="hel"), delta(content="lo"), delta(finish="stop"))
+    wire = Wire(lambda: httpx2.Response(200, headers={"content-type": "text/plain"}, content=body))
+    assert collect_stream(make(wire).stream(MSGS)).content == "hello"

@@ -42,8 +42,8 @@ __all__ = ["ToolResult", "to_text", "safe_str", "render_result", "failed_result"
 
 #: Leading bytes of the binary formats a tool most often returns, and their media types.
 _MAGIC = ((b"\x89PNG\r\n\x1a\n", "image/png"), (b"\xff\xd8\xff", "image/jpeg"),
-          (b"GIF8", "image/gif"), (b"%PDF-", "application/pdf"), (b"PK\x03\x04", "application/zip"),
-          (b"\x1f\x8b", "application/gzip"))
+          (b"GIF8", "image/gif"), (b"%PDF-", "application/pdf"),
+          (b"PK\x03\x04", "application/zip"), (b"\x1f\x8b", "application/gzip"))
 
 
 @dataclass

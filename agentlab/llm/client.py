@@ -43,7 +43,7 @@ from .request import unencodable
 from .responses import LLMResponse, assistant_message, parse_completion
 from .retry import (ADVICE, RETRYABLE_CODES, Attempt, EmptyResponse, ErrorInBody,
                     StreamEndedEarly, backoff_delay, classify, describe, retry_after_s)
-from .stream import ChunkStream, StreamAssembler
+from .stream import ChunkStream, StreamAssembler, not_a_stream
 
 __all__ = ["LLMClient", "PLACEHOLDER_KEY", "OPENAI_URL"]
 
@@ -304,6 +304,10 @@ class LLMClient:
                 chunks = self.client.post("/chat/completions", body=body, cast_to=ChatCompletion,
                                           options={"timeout": self._attempt_timeout(call)},
                                           stream=True, stream_cls=ChunkStream)
+                odd = not_a_stream(chunks.response)
+                if odd is not None:
+                    chunks.close()
+                    raise odd
                 try:
                     for chunk in chunks:
                         text = acc.add(chunk)
@@ -323,7 +327,7 @@ class LLMClient:
                     raise EmptyResponse("the stream ended without any choice in it")
             except UnicodeEncodeError as exc:
                 raise unencodable(messages, exc) from exc
-            except (openai.APIError, StreamEndedEarly, EmptyResponse) as exc:
+            except (openai.APIError, StreamEndedEarly, EmptyResponse, ErrorInBody) as exc:
                 self._retry_or_raise(exc, call, n, started, partial=yielded)
                 continue
             self._record(call, n, started, 200, None, 0.0)

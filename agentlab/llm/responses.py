@@ -192,5 +192,6 @@ def parse_completion(raw: Any) -> LLMResponse:
         calls.append(_call(legacy))
     # some providers send finish_reason "" or null: infer it from what came back
     finish = choice.finish_reason or ("tool_calls" if calls else "stop")
-    return LLMResponse(getattr(msg, "content", None), calls, usage_dict(getattr(raw, "usage", None)),
+    usage = usage_dict(getattr(raw, "usage", None))
+    return LLMResponse(getattr(msg, "content", None), calls, usage,
                        LEGACY_FINISH.get(finish, finish), getattr(msg, "refusal", None) or None)

@@ -13,7 +13,9 @@ with ``choices: []``, then ``data: [DONE]``. ``StreamAssembler`` turns them into
   JSON arguments; text, or arguments cut mid-way, stay incomplete (retry, or ``incomplete``).
 
 ``ChunkStream`` is the SDK's own SSE stream class with one addition: it notes whether the
-``data: [DONE]`` line arrived (the SDK consumes that line silently).
+``data: [DONE]`` line arrived (the SDK consumes that line silently). ``not_a_stream`` reads a 200
+that is not an event stream at all (a login page, a JSON error object) so that it fails with
+the server's words rather than as an empty stream.
 """
 from __future__ import annotations
 
@@ -23,9 +25,11 @@ from typing import Any, Iterator
 import openai
 from openai.types.chat import ChatCompletionChunk
 
-from .responses import LEGACY_FINISH, LLMResponse, ToolCall, arguments_text, parse_arguments, usage_dict
+from .retry import ErrorInBody
+from .responses import (LEGACY_FINISH, LLMResponse, ToolCall, arguments_text, parse_arguments,
+                        usage_dict)
 
-__all__ = ["ChunkStream", "StreamAssembler"]
+__all__ = ["ChunkStream", "StreamAssembler", "not_a_stream"]
 
 
 class ChunkStream(openai.Stream[ChatCompletionChunk]):
@@ -38,6 +42,26 @@ class ChunkStream(openai.Stream[ChatCompletionChunk]):
             if event.data.startswith("[DONE]"):
                 self.saw_done = True
             yield event
+
+
+def not_a_stream(response: Any) -> ErrorInBody | None:
+    """The error for a 200 answer to a streamed request that is no event stream: its JSON
+    ``error`` object, or the first bytes of its text; None for an event stream (or a JSON
+    body without an error, which the SSE reader then finds empty). An event stream sent
+    under another content type is read whole first, then as a stream."""
+    kind = response.headers.get("content-type", "")
+    if "text/event-stream" in kind or not kind:
+        return None
+    text = response.read()[:4096].decode("utf-8", "replace")  # kept: the SSE reader sees it too
+    if text.lstrip().startswith(("data:", "event:", ":", "id:", "retry:")):
+        return None  # an event stream under another content type: read it as one
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError):
+        return ErrorInBody(text)
+    error = data.get("error") if isinstance(data, dict) else None
+    return ErrorInBody(error if isinstance(error, dict) else {"message": str(error)}) \
+        if error is not None else None
 
 
 def _whole_json(raw: str) -> bool:

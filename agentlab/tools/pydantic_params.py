@@ -161,7 +161,8 @@ def _annotated_texts(cls: type) -> dict[str, str]:
         return {}
     out = {}
     for name, hint in hints.items():
-        while typing.get_origin(hint) in (typing_extensions.Required, typing_extensions.NotRequired):
+        while typing.get_origin(hint) in (typing_extensions.Required,
+                                          typing_extensions.NotRequired):
             hint = typing.get_args(hint)[0]
         if typing.get_origin(hint) is typing.Annotated:
             text = next((a for a in typing.get_args(hint)[1:] if isinstance(a, str)), None)
