@@ -36,6 +36,7 @@ CODES: dict[str, str] = {
     "bad_request": "the provider rejected the request as malformed (400/404/422)",
     "conflict": "the provider reported a conflict (409)",
     "empty_response": "the provider answered 200 with no choice in it; retried like a 5xx",
+    "bad_response": "the endpoint answered 200 with a body that is not JSON (a login page, ...)",
     "model_not_found": "the provider does not know the model (404 model_not_found)",
     "refused": "the model declined the request (its refusal text is in details['refusal'])",
     "port_in_use": "agentlab serve could not listen: the port is taken",

@@ -1,5 +1,6 @@
 """Real provider responses, replayed (issue 11): ``data/providers/`` (sources in its
-README and ``corpus.json``). Each recording goes through a real ``openai.OpenAI`` client on an
+README and ``corpus.json``), plus a few *documented* shapes (issue 21: what a public issue or
+provider document shows, not a recording; ``corpus.json["documented"]``). Each goes through a real ``openai.OpenAI`` client on an
 ``httpx2.MockTransport``, once one byte per chunk (SSE split anywhere, JSON split mid-token) and
 once in one piece, and the ``LLMResponse`` must say what the recording's own test asserts."""
 from __future__ import annotations
@@ -15,7 +16,8 @@ from agentlab.errors import ProviderError
 from agentlab.llm import LLMClient, collect_stream
 
 HERE = Path(__file__).resolve().parents[1] / "data" / "providers"
-CORPUS = json.loads((HERE / "corpus.json").read_text(encoding="utf-8"))["entries"]
+_ALL = json.loads((HERE / "corpus.json").read_text(encoding="utf-8"))
+CORPUS, DOCUMENTED = _ALL["entries"], _ALL.get("documented", [])
 MSGS = [{"role": "user", "content": "replayed"}]
 
 
@@ -34,14 +36,15 @@ def replay(entry: dict, split: str):
 
 
 @pytest.mark.parametrize("split", ["bytes", "whole"])
-@pytest.mark.parametrize("entry", CORPUS, ids=[e["file"] for e in CORPUS])
+@pytest.mark.parametrize("entry", CORPUS + DOCUMENTED, ids=[e["file"] for e in CORPUS + DOCUMENTED])
 def test_a_recorded_response_says_what_its_source_asserts(entry, split):
     want = entry["expect"]
     if "error" in want:
         with pytest.raises(ProviderError) as info:
             replay(entry, split)
         assert info.value.code == want["error"] and want["error_contains"] in info.value.message
-        assert info.value.retryable is False  # the provider blamed the request
+        # False unless said: the provider blamed the request
+        assert info.value.retryable is want.get("retryable", False)
         return
     got = replay(entry, split)
     for key in ("content", "refusal", "finish_reason"):
@@ -58,6 +61,8 @@ def test_a_recorded_response_says_what_its_source_asserts(entry, split):
             assert call.id == wanted_id if wanted_id else call.id
         if want.get("fresh_ids"):  # the provider sent "" : the client gave each call its own id
             assert all(t.id.startswith("call_") and len(t.id) > 20 for t in got.tool_calls)
+    if "raw_arguments" in want:  # arguments sent as an object: kept as canonical JSON text
+        assert [t.raw_arguments for t in got.tool_calls] == want["raw_arguments"]
     for key, value in want.get("usage", {}).items():
         assert got.usage[key] == value, key
 
@@ -71,8 +76,11 @@ def test_the_corpus_is_real_varied_and_documented():
         assert (HERE / e["file"]).is_file() and e["file"] in readme
         assert {"repo", "path", "commit", "asserted_in"} <= set(e["source"])
         assert len(e["source"]["commit"]) == 40
+    for e in DOCUMENTED:  # not recordings: each names the public page that shows the shape
+        assert (HERE / e["file"]).is_file() and e["file"] in readme
+        assert e["source"]["url"].startswith("https://") and e["source"]["what"]
     listed = {p.name for p in HERE.iterdir() if p.suffix in (".sse", ".json") and p.name != "corpus.json"}
-    assert listed == {e["file"] for e in CORPUS}
+    assert listed == {e["file"] for e in CORPUS + DOCUMENTED}
 
 
 def test_what_real_providers_do_differently_is_in_the_corpus():

@@ -643,3 +643,23 @@ def test_max_tokens_cuts_tool_calls_with_finish_reason_length():
     with pytest.raises(json.JSONDecodeError):
         json.loads(calls[0].function.arguments)
     assert r.usage.completion_tokens == 12
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_error_in_body_fault_is_a_200_carrying_an_error_object(stream):
+    """What OpenRouter documents for an error after the model started (issue 21): HTTP 200 with
+    ``{"error": {"code": 502, ...}}``; the client retries it and names the server's message."""
+    s = Simulator([text("ok")], faults=sim.FaultPlan(["error_in_body", ("error_in_body", {
+        "message": "Upstream idle timeout"}), None]))
+    from agentlab.errors import ProviderError
+    from agentlab.llm import collect_stream
+    msgs = [{"role": "user", "content": "hi"}]
+    llm = s.llm(max_retries=1, retry_base_delay=0.001)
+    with pytest.raises(ProviderError) as info:
+        collect_stream(llm.stream(msgs)) if stream else llm.chat(msgs)
+    assert (info.value.code, info.value.retryable, info.value.details["status"]) == (
+        "provider_unavailable", True, None if stream else 200)
+    assert "Upstream idle timeout" in info.value.message
+    assert [(r["status"], r["fault"]) for r in s.requests] == [(200, "error_in_body")] * 2
+    got = collect_stream(llm.stream(msgs)) if stream else llm.chat(msgs)
+    assert got.content == "ok"

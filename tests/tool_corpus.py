@@ -20,8 +20,8 @@ the registry and ``jsonschema`` on the same schema, runs accepted ones through t
 
 Documented coercions (accepted by the registry although the schema says otherwise, listed per
 entry in ``coerced``): a numeric string for a number ("5" -> 5), in both paths; an integer for a
-string (42 -> "42") in the hand-written path only (pydantic refuses it); "true"/"false" for a
-bool. Signatures the registry refuses on purpose (``*args``/``**kwargs``, positional-only) are
+string (42 -> "42") in both paths too (issue 21: nested and top-level values follow one set of
+rules; pydantic alone would refuse it); "true"/"false" for a bool. Signatures the registry refuses on purpose (``*args``/``**kwargs``, positional-only) are
 in ``REFUSED`` with the code they get.
 """
 from __future__ import annotations
@@ -469,7 +469,8 @@ CORPUS: list[Entry] = [
           {"foo": {"type": "integer", "description": "The foo thing."},
            "bar": {"type": "string", "description": "The bar thing."}}, ["foo", "bar"],
           accepted=[({"foo": 1, "bar": "b"}, {"foo": 1, "bar": "b"})],
-          rejected=[{"foo": 1, "bar": 2}], description=""),
+          rejected=[{"foo": 1, "bar": True}, {"foo": True, "bar": "b"}],
+          coerced=[({"foo": 1, "bar": 2}, {"foo": 1, "bar": "2"})], description=""),
     Entry(takes_just_model, "pydantic-ai test_takes_just_model",
           {"model": {"type": "object", "properties": {"x": {"type": "integer"},
                                                       "y": {"type": "string"}},
@@ -498,8 +499,9 @@ CORPUS: list[Entry] = [
           rejected=[{"arg1": None, "arg2": "baz"}]),
     Entry(typed_dict_function, "LangChain test_function_calling (TypedDict Args)",
           {"input_dict": {"type": "object", "additionalProperties": False, "properties": {
-              "arg1": {"anyOf": [{"type": "integer"}, {"type": "null"}]},
-              "arg2": {"type": "string", "enum": ["bar", "baz"]}},
+              "arg1": {"description": "foo", "anyOf": [{"type": "integer"}, {"type": "null"}]},
+              "arg2": {"type": "string", "description": "one of 'bar', 'baz'",
+                       "enum": ["bar", "baz"]}},
               "required": ["arg1", "arg2"]}}, ["input_dict"],
           accepted=[({"input_dict": {"arg1": None, "arg2": "bar"}},
                      {"input_dict": {"arg1": None, "arg2": "bar"}})],

@@ -6,6 +6,11 @@ cannot become text (``10**5000``, an object whose ``__str__`` raises, a structur
 deep) fails *that* call with ``tool_result_unrenderable`` -- saying that the tool did run -- and
 never the batch around it.
 
+What reaches the model is always valid UTF-8: lone UTF-16 surrogates (``os.fsdecode`` of a
+file name that is not UTF-8, half of a split emoji) are replaced with U+FFFD and the text says
+how many were; ``bytes`` that are UTF-8 are that text, other bytes (a PNG, latin-1 text) become
+``[binary result: image/png, 2,048 bytes, sha256 ...]`` -- never U+FFFD garbage read as a result.
+
 The error codes of a failed result, and what its text tells the model:
 
     tool_not_found            the name is not registered (the text lists the available tools)
@@ -26,13 +31,19 @@ from __future__ import annotations
 import dataclasses
 import datetime as _dt
 import enum
+import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import PurePath
 from typing import Any, Callable, Iterable
 
 __all__ = ["ToolResult", "to_text", "safe_str", "render_result", "failed_result", "OnResult",
-           "not_run"]
+           "not_run", "valid_text", "bytes_text"]
+
+#: Leading bytes of the binary formats a tool most often returns, and their media types.
+_MAGIC = ((b"\x89PNG\r\n\x1a\n", "image/png"), (b"\xff\xd8\xff", "image/jpeg"),
+          (b"GIF8", "image/gif"), (b"%PDF-", "application/pdf"),
+          (b"PK\x03\x04", "application/zip"), (b"\x1f\x8b", "application/gzip"))
 
 
 @dataclass
@@ -66,8 +77,8 @@ def _json_default(obj: Any) -> Any:
         return list(obj)
     if isinstance(obj, (_dt.date, _dt.time)):
         return obj.isoformat()
-    if isinstance(obj, bytes):
-        return obj.decode("utf-8", errors="replace")
+    if isinstance(obj, (bytes, bytearray, memoryview)):
+        return bytes_text(obj)
     if isinstance(obj, PurePath):
         return str(obj)
     return str(obj)
@@ -81,24 +92,68 @@ def safe_str(obj: Any) -> str:
         return f"<{type(obj).__name__} whose str() raised {type(exc).__name__}>"
 
 
+def bytes_text(data: bytes | bytearray | memoryview) -> str:
+    """Bytes as text for the model: the text when they are UTF-8, else a marker with the media
+    type (sniffed from the first bytes), the size and the sha256 digest."""
+    data = bytes(data)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        pass
+    kind = next((t for magic, t in _MAGIC if data.startswith(magic)), "application/octet-stream")
+    if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
+        kind = "image/webp"
+    return (f"[binary result: {kind}, {len(data)} bytes, sha256 "
+            f"{hashlib.sha256(data).hexdigest()}; not UTF-8 text, so not shown]")
+
+
+def _repair(text: str) -> tuple[str, int]:
+    """``text`` with surrogate pairs joined and lone surrogates replaced; how many were lone."""
+    if text.isascii():
+        return text, 0
+    try:
+        text.encode("utf-8")  # C speed; a regex scan of 100k characters takes ~1 ms
+        return text, 0
+    except UnicodeEncodeError:
+        pass
+    fixed = text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+    return fixed, fixed.count("\ufffd") - text.count("\ufffd")
+
+
+def _note(lone: int) -> str:
+    return (f"\n[note: {lone} character(s) that are not valid Unicode (lone surrogates, e.g. "
+            "from a file name that is not UTF-8) were replaced with U+FFFD]" if lone else "")
+
+
+def valid_text(text: str) -> str:
+    """``text`` made encodable as UTF-8: surrogate pairs joined, lone surrogates replaced with
+    U+FFFD and a note saying how many were (the API would refuse the request otherwise)."""
+    fixed, lone = _repair(text)
+    return fixed + _note(lone)
+
+
 def to_text(value: Any, max_chars: int | None = None) -> str:
     """A tool's return value as the text the model reads.
 
-    Strings pass through; anything else becomes JSON (non-ASCII kept, pydantic models and
+    Strings pass through (made valid UTF-8, ``valid_text``); bytes are text or a marker
+    (``bytes_text``); anything else becomes JSON (non-ASCII kept, pydantic models and
     dataclasses as objects, Enums as their values, sets/tuples as arrays, dates in ISO form).
     Text longer than ``max_chars`` is cut, with a marker saying how much was cut. May raise
     for a value that has no text at all; ``render_result`` catches that per call.
     """
-    if not isinstance(value, str):
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        value = bytes_text(value)
+    elif not isinstance(value, str):
         try:
             value = json.dumps(value, ensure_ascii=False, default=_json_default)
         except (TypeError, ValueError):  # e.g. a circular structure
             value = str(value)
+    value, lone = _repair(value)
     if max_chars is not None and len(value) > max_chars:
         cut = len(value) - max_chars
         value = (value[:max_chars] + f"\n...[truncated: {cut} of {len(value)} characters cut; "
                  "ask for less, e.g. a narrower query or a page range]")
-    return value
+    return value + _note(lone)  # after the cut, so the note is never cut off
 
 
 def failed_result(call_id: str, name: str, code: str, text: str, ms: float,

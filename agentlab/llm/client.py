@@ -17,7 +17,8 @@ type, ``LLMResponse``, whatever the endpoint, and one error type, ``ProviderErro
 * **Real providers.** Missing or repeated tool-call ids are replaced by fresh ``call_...`` ids
   (the durable tool log of chapter 11 is keyed by them); a 200 with no choice is an
   ``empty_response`` error, not an empty answer; errors name the status, the host and what
-  the server said.
+  the server said; a 200 carrying an error object or a page that is not JSON is that error
+  (``agentlab.llm.responses``), retried only when the error says a retry can help.
 
 Every attempt is logged (``.attempts`` for the last call, ``.history`` for all), so a notebook can
 draw the retry timeline.
@@ -38,10 +39,11 @@ from ..errors import ConfigError, ProviderError
 from ..models import DEFAULT_MODEL
 from .offline import offline_endpoint
 from .request import ROLES, build_body
-from .responses import LLMResponse, ToolCall, assistant_message, parse_arguments, usage_dict
-from .retry import (ADVICE, RETRYABLE_CODES, Attempt, EmptyResponse, StreamEndedEarly,
-                    backoff_delay, classify, describe, retry_after_s)
-from .stream import ChunkStream, StreamAssembler
+from .request import unencodable
+from .responses import LLMResponse, assistant_message, parse_completion
+from .retry import (ADVICE, RETRYABLE_CODES, Attempt, EmptyResponse, ErrorInBody,
+                    StreamEndedEarly, backoff_delay, classify, describe, retry_after_s)
+from .stream import ChunkStream, StreamAssembler, not_a_stream
 
 __all__ = ["LLMClient", "PLACEHOLDER_KEY", "OPENAI_URL"]
 
@@ -178,8 +180,10 @@ class LLMClient:
             try:
                 raw = self.client.post("/chat/completions", body=body, cast_to=ChatCompletion,
                                        options={"timeout": self._attempt_timeout(call)})
-                response = self._parse_completion(raw)
-            except (openai.APIError, EmptyResponse) as exc:
+                response = parse_completion(raw)
+            except UnicodeEncodeError as exc:
+                raise unencodable(messages, exc) from exc
+            except (openai.APIError, EmptyResponse, ErrorInBody) as exc:
                 self._retry_or_raise(exc, call, n, started)
                 continue
             self._record(call, n, started, 200, None, 0.0)
@@ -271,25 +275,6 @@ class LLMClient:
 
     # -- parsing ------------------------------------------------------------------------------
 
-    @staticmethod
-    def _parse_completion(raw: ChatCompletion) -> LLMResponse:
-        choice = raw.choices[0] if getattr(raw, "choices", None) else None
-        msg = getattr(choice, "message", None)
-        if msg is None:
-            raise EmptyResponse("the response has no choice (choices: [])" if choice is None
-                                else "the response's choice has no message")
-        calls = []
-        for tc in getattr(msg, "tool_calls", None) or []:
-            fn = getattr(tc, "function", None)
-            raw_args = getattr(fn, "arguments", None) or ""
-            args, err = parse_arguments(raw_args)
-            calls.append(ToolCall(getattr(tc, "id", None) or "", getattr(fn, "name", None) or "",
-                                  args, raw_args, err))
-        # some providers send finish_reason "" or null: infer it from what came back
-        finish = choice.finish_reason or ("tool_calls" if calls else "stop")
-        return LLMResponse(getattr(msg, "content", None), calls, usage_dict(raw.usage), finish,
-                           getattr(msg, "refusal", None) or None)
-
     def _unique_ids(self, response: LLMResponse, messages: list) -> LLMResponse:
         """Give a fresh ``call_...`` id to every call that has none, repeats one of the same
         response, or repeats a call id already in the history sent (providers that number
@@ -319,6 +304,10 @@ class LLMClient:
                 chunks = self.client.post("/chat/completions", body=body, cast_to=ChatCompletion,
                                           options={"timeout": self._attempt_timeout(call)},
                                           stream=True, stream_cls=ChunkStream)
+                odd = not_a_stream(chunks.response)
+                if odd is not None:
+                    chunks.close()
+                    raise odd
                 try:
                     for chunk in chunks:
                         text = acc.add(chunk)
@@ -336,7 +325,9 @@ class LLMClient:
                                            "finish_reason, no [DONE], arguments not whole)")
                 if complete and not acc.saw_choice:
                     raise EmptyResponse("the stream ended without any choice in it")
-            except (openai.APIError, StreamEndedEarly, EmptyResponse) as exc:
+            except UnicodeEncodeError as exc:
+                raise unencodable(messages, exc) from exc
+            except (openai.APIError, StreamEndedEarly, EmptyResponse, ErrorInBody) as exc:
                 self._retry_or_raise(exc, call, n, started, partial=yielded)
                 continue
             self._record(call, n, started, 200, None, 0.0)

@@ -5,14 +5,19 @@ object, an unknown role, a tool that is not a function schema) is refused here w
 ``ProviderError`` (code ``bad_request``, ``details["param"]`` naming the field), without
 spending a request or a retry. The checks are O(n) dict lookups with no copies, so a 600-message
 history costs microseconds (``benchmarks/bench_llm.py``).
+
+Text that cannot be encoded as UTF-8 (a lone surrogate from ``os.fsdecode`` or a split emoji)
+is found only when the SDK encodes the body; ``unencodable`` turns that into the same
+``bad_request`` naming the message, so the happy path pays nothing for the check.
 """
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from ..errors import ProviderError
 
-__all__ = ["ROLES", "build_body"]
+__all__ = ["ROLES", "build_body", "unencodable"]
 
 #: Message roles the chat-completions API accepts.
 ROLES = frozenset({"system", "developer", "user", "assistant", "tool", "function"})
@@ -49,3 +54,20 @@ def build_body(model: str, messages: Any, tools: Any, tool_choice: Any, temperat
         body["tool_choice"] = tool_choice
     body.update(params)
     return body
+
+
+def unencodable(messages: list, exc: UnicodeEncodeError) -> ProviderError:
+    """The ``bad_request`` for a body the SDK could not encode as UTF-8, naming the first
+    message that holds the bad text (``"tools"`` when no message does)."""
+    param = "tools"
+    for i, m in enumerate(messages):
+        try:
+            json.dumps(m, ensure_ascii=False, default=str).encode("utf-8")
+        except UnicodeEncodeError:
+            param = f"messages[{i}]"
+            break
+        except (TypeError, ValueError, RecursionError):
+            continue
+    bad = exc.object[exc.start:exc.end]
+    return _bad(f"{param} holds text that is not valid UTF-8 ({bad!r}: {exc.reason}; a lone "
+                "surrogate, e.g. from os.fsdecode or a split emoji)", param)

@@ -10,7 +10,16 @@ Real providers differ in small ways that this module irons out once:
   for a stream that broke) means the model did not finish: its tool calls may be partial and
   must not be run. ``LLMResponse.truncated`` says so in one place.
 * **Arguments that are not JSON.** ``parse_arguments`` never raises: a ``ToolCall`` keeps the raw
-  text and a ``parse_error`` that the executor sends back to the model.
+  text and a ``parse_error`` that the executor sends back to the model. Some servers (older
+  vLLM and Ollama builds) send ``arguments`` as a JSON *object*; the SDK keeps it as given, and
+  so do we: it becomes the dict, and ``arguments_text`` its canonical JSON string.
+* **The legacy answer.** ``finish_reason: "function_call"`` with ``message.function_call`` (the
+  API before ``tools``, still sent by some compatible servers) is one tool call, as the SDK's
+  own tool runners treat it; ``parse_completion`` turns it into a ``ToolCall`` without an id
+  (``LLMClient`` gives it one) and reports ``finish_reason="tool_calls"``.
+* **Not a completion at all.** A 200 whose body is an ``{"error": ...}`` object (gateways
+  such as OpenRouter report errors after the model started this way) or not JSON (a proxy's
+  login page) raises ``ErrorInBody``, which ``LLMClient`` turns into a typed ``ProviderError``.
 """
 from __future__ import annotations
 
@@ -18,11 +27,15 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-__all__ = ["ToolCall", "LLMResponse", "parse_arguments", "collect_stream", "usage_dict",
-           "assistant_message", "CUT_SHORT"]
+from .retry import EmptyResponse, ErrorInBody
+
+__all__ = ["ToolCall", "LLMResponse", "parse_arguments", "arguments_text", "collect_stream",
+           "usage_dict", "assistant_message", "parse_completion", "LEGACY_FINISH", "CUT_SHORT"]
 
 #: Finish reasons that mean the model did not finish its turn (tool calls may be partial).
 CUT_SHORT = frozenset({"length", "content_filter", "incomplete"})
+#: Finish reasons that mean "run the tool calls" (``function_call`` is the pre-``tools`` API).
+LEGACY_FINISH = {"function_call": "tool_calls"}
 
 
 @dataclass
@@ -66,8 +79,16 @@ class LLMResponse:
         return self.finish_reason in CUT_SHORT
 
 
-def parse_arguments(raw: str | None) -> tuple[dict, str | None]:
-    """Parse tool-call arguments: ``(dict, None)`` or ``({}, why it failed)``; never raises."""
+def parse_arguments(raw: Any) -> tuple[dict, str | None]:
+    """Parse tool-call arguments: ``(dict, None)`` or ``({}, why it failed)``; never raises.
+
+    ``raw`` is the JSON text the API specifies, or the JSON value some servers send instead
+    (an object is taken as it is; anything else is not an object).
+    """
+    if isinstance(raw, dict):
+        return raw, None
+    if raw is not None and not isinstance(raw, str):
+        return {}, f"arguments must be a JSON object, got {type(raw).__name__}"
     if raw is None or not raw.strip():
         return {}, None  # a call without arguments
     try:
@@ -78,6 +99,17 @@ def parse_arguments(raw: str | None) -> tuple[dict, str | None]:
     if not isinstance(value, dict):
         return {}, f"arguments must be a JSON object, got {type(value).__name__}"
     return value, None
+
+
+def arguments_text(raw: Any) -> str:
+    """The arguments as JSON text: a string as sent, a JSON value sent instead as its
+    canonical JSON (``ensure_ascii=False``), ``None`` as ``""``."""
+    if raw is None or isinstance(raw, str):
+        return raw or ""
+    try:
+        return json.dumps(raw, ensure_ascii=False)
+    except (TypeError, ValueError, RecursionError):
+        return str(raw)
 
 
 def collect_stream(chunks: Iterable[LLMResponse]) -> LLMResponse:
@@ -97,8 +129,11 @@ def usage_dict(usage: Any) -> dict:
     """``{prompt_tokens, completion_tokens, total_tokens}`` from an SDK usage object (or ``{}``)."""
     if usage is None:
         return {}
-    return {k: getattr(usage, k, 0) or 0
-            for k in ("prompt_tokens", "completion_tokens", "total_tokens")}
+    out = {k: getattr(usage, k, 0) or 0
+           for k in ("prompt_tokens", "completion_tokens", "total_tokens")}
+    if not out["total_tokens"]:  # some servers send prompt_tokens alone, or total 0
+        out["total_tokens"] = out["prompt_tokens"] + out["completion_tokens"]
+    return out
 
 
 def assistant_message(response: LLMResponse, content: str | None = None) -> dict:
@@ -123,3 +158,40 @@ def assistant_message(response: LLMResponse, content: str | None = None) -> dict
                           json.dumps(tc.arguments, ensure_ascii=False)}}
             for tc in response.tool_calls]
     return msg
+
+
+def _call(tc: Any, call_id: Any = "") -> ToolCall:
+    fn = getattr(tc, "function", tc)  # a tool call, or a legacy ``function_call``
+    raw = getattr(fn, "arguments", None)
+    args, err = parse_arguments(raw)
+    return ToolCall(call_id or "", getattr(fn, "name", None) or "", args, arguments_text(raw), err)
+
+
+def parse_completion(raw: Any) -> LLMResponse:
+    """An SDK ``ChatCompletion`` as an ``LLMResponse``.
+
+    Raises ``ErrorInBody`` for an error object or a non-JSON body (the SDK hands back the
+    text), ``EmptyResponse`` for a 200 with no choice or no message.
+    """
+    if isinstance(raw, (str, bytes)):
+        raise ErrorInBody(raw if isinstance(raw, str) else raw.decode("utf-8", "replace"))
+    choices = getattr(raw, "choices", None)
+    error = getattr(raw, "error", None)
+    if error is not None and not choices:
+        raise ErrorInBody(error if isinstance(error, dict) else {"message": str(error)})
+    if not hasattr(raw, "choices"):  # JSON, but a list or a number
+        raise ErrorInBody(str(raw))
+    choice = choices[0] if choices else None
+    msg = getattr(choice, "message", None)
+    if msg is None:
+        raise EmptyResponse("the response has no choice (choices: [])" if choice is None
+                            else "the response's choice has no message")
+    calls = [_call(tc, getattr(tc, "id", None)) for tc in getattr(msg, "tool_calls", None) or []]
+    legacy = getattr(msg, "function_call", None)
+    if getattr(legacy, "name", None) and not calls:  # gateways send {"name": ""} on every answer
+        calls.append(_call(legacy))
+    # some providers send finish_reason "" or null: infer it from what came back
+    finish = choice.finish_reason or ("tool_calls" if calls else "stop")
+    usage = usage_dict(getattr(raw, "usage", None))
+    return LLMResponse(getattr(msg, "content", None), calls, usage,
+                       LEGACY_FINISH.get(finish, finish), getattr(msg, "refusal", None) or None)

@@ -19,7 +19,7 @@ import openai
 
 __all__ = ["RETRYABLE_STATUS", "RETRYABLE_CODES", "ADVICE", "Attempt", "should_retry",
            "backoff_delay", "classify", "retry_after_s", "describe", "StreamEndedEarly",
-           "EmptyResponse"]
+           "EmptyResponse", "ErrorInBody"]
 
 #: HTTP statuses worth retrying besides every 5xx (timeout, conflict/lock, rate limit).
 RETRYABLE_STATUS = frozenset({408, 409, 429})
@@ -28,6 +28,7 @@ RETRYABLE_STATUS = frozenset({408, 409, 429})
 RETRYABLE_CODES = frozenset({"rate_limited", "provider_timeout", "provider_unavailable",
                              "conflict", "empty_response"})
 _MESSAGE_LIMIT = 300  # characters of the server's message kept in ours
+_BODY_LIMIT = 2000  # characters of a non-JSON body kept in details["body"]
 
 #: What each error code means for the reader, appended to the error message.
 ADVICE = {
@@ -42,6 +43,8 @@ ADVICE = {
                         "(chapter 04) or lower max_tokens; not retried",
     "bad_request": "the request itself is wrong; fix it, retrying cannot help",
     "conflict": "the provider reported a conflict; retry later",
+    "bad_response": "the endpoint answered 200 with something that is not a chat completion "
+                    "(a login or proxy page?); check OPENAI_BASE_URL and the network; not retried",
 }
 
 
@@ -81,6 +84,15 @@ class EmptyResponse(Exception):
     """A 200 answer with no choice (or no message) in it."""
 
 
+class ErrorInBody(Exception):
+    """A 200 answer that is not a completion: ``body`` is its ``error`` object (a dict), or
+    the text of a body that is not JSON (an HTML page)."""
+
+    def __init__(self, body: dict | str) -> None:
+        super().__init__(body.get("message", "") if isinstance(body, dict) else body[:200])
+        self.body = body
+
+
 def should_retry(status: int) -> bool:
     """True for HTTP statuses a retry can fix: 408, 409, 429 and every 5xx."""
     return status in RETRYABLE_STATUS or status >= 500
@@ -106,45 +118,58 @@ def _body_code(exc: Exception) -> str | None:
     return body.get("code") if isinstance(body, dict) else None
 
 
+def _status_code(s: int) -> str:
+    """The error code for an HTTP status (or a status an error object names) >= 400."""
+    if s == 429:
+        return "rate_limited"
+    if s == 408:
+        return "provider_timeout"
+    if s == 409:
+        return "conflict"
+    if s >= 500:
+        return "provider_unavailable"
+    if s in (401, 403):
+        return "auth_failed"
+    return "bad_request"
+
+
+def _error_object_code(body: Any) -> str:
+    """The code for an ``{"error": ...}`` object in a 200 (a body or a stream event): what it
+    blames, by its ``type`` or the status it names; otherwise a provider failure, retried."""
+    if not isinstance(body, dict):
+        return "provider_unavailable"
+    if body.get("code") == "context_length_exceeded":
+        return "context_overflow"
+    if body.get("type") == "invalid_request_error":
+        return "bad_request"
+    status = body.get("status_code", body.get("code"))
+    if isinstance(status, int) and not isinstance(status, bool) and 400 <= status < 600:
+        return _status_code(status)
+    return "provider_unavailable"
+
+
 def classify(exc: Exception) -> tuple[str, int | None]:
     """Map an SDK exception (or a broken or empty stream) to ``(error code, HTTP status)``."""
     if isinstance(exc, EmptyResponse):
         return "empty_response", 200
+    if isinstance(exc, ErrorInBody):
+        if isinstance(exc.body, str):
+            return "bad_response", 200
+        return _error_object_code(exc.body), 200
     if isinstance(exc, openai.APITimeoutError):  # before APIConnectionError: it is a subclass
         return "provider_timeout", None
     if isinstance(exc, (openai.APIConnectionError, StreamEndedEarly)):
         return "provider_unavailable", None
     if isinstance(exc, openai.APIStatusError):
         s = exc.status_code
-        if s == 429:
-            return "rate_limited", s
-        if s == 408:
-            return "provider_timeout", s
-        if s == 409:
-            return "conflict", s
-        if s >= 500:
-            return "provider_unavailable", s
-        if s in (401, 403):
-            return "auth_failed", s
         if s == 404 and _body_code(exc) == "model_not_found":
             return "model_not_found", s
-        if _body_code(exc) == "context_length_exceeded":
+        if s < 500 and _body_code(exc) == "context_length_exceeded":
             return "context_overflow", s
-        return "bad_request", s
-    if _client_error_in_stream(exc):
-        return "bad_request", None
-    return "provider_unavailable", None  # an error event inside a 200 stream, a bad body, ...
-
-
-def _client_error_in_stream(exc: Exception) -> bool:
-    """An ``{"error": ...}`` event inside a 200 stream that blames the request (Groq's
-    ``tool_use_failed``, OpenRouter's "Token limit reached"): retrying it would fail the same way."""
-    body = getattr(exc, "body", None)
-    if not isinstance(body, dict):
-        return False
-    status = body.get("status_code", body.get("code"))
-    return body.get("type") == "invalid_request_error" or (
-        isinstance(status, int) and 400 <= status < 500 and status not in RETRYABLE_STATUS)
+        return _status_code(s), s
+    # an {"error": ...} event inside a 200 stream: one that blames the request (Groq's
+    # tool_use_failed, OpenRouter's "Token limit reached") would fail the same way again
+    return _error_object_code(getattr(exc, "body", None)), None
 
 
 def retry_after_s(exc: Exception) -> float | None:
@@ -187,6 +212,8 @@ def describe(exc: Exception, code: str, status: int | None, host: str) -> tuple[
         host = url.host or host
     if code == "empty_response":
         label = "empty response"
+    elif isinstance(exc, ErrorInBody):
+        label = "non-JSON body in HTTP 200" if isinstance(exc.body, str) else "error in a 200 body"
     elif status is not None:
         label = f"HTTP {status}"
     elif type(exc) is openai.APIError:
@@ -194,8 +221,11 @@ def describe(exc: Exception, code: str, status: int | None, host: str) -> tuple[
     else:
         label = type(exc).__name__
     said = _server_message(exc)
+    body = getattr(exc, "body", None)
+    if isinstance(body, str) and len(body) > _BODY_LIMIT:
+        body = body[:_BODY_LIMIT]  # the first bytes of a page, not the whole page
     details: dict[str, Any] = {"status": status, "host": host, "server_message": said,
-                               "body": getattr(exc, "body", None)}
+                               "body": body}
     if url is not None:
         port = f":{url.port}" if url.port else ""
         details["url"] = f"{url.scheme}://{url.host}{port}{url.path}"  # no query string

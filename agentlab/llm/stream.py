@@ -13,7 +13,9 @@ with ``choices: []``, then ``data: [DONE]``. ``StreamAssembler`` turns them into
   JSON arguments; text, or arguments cut mid-way, stay incomplete (retry, or ``incomplete``).
 
 ``ChunkStream`` is the SDK's own SSE stream class with one addition: it notes whether the
-``data: [DONE]`` line arrived (the SDK consumes that line silently).
+``data: [DONE]`` line arrived (the SDK consumes that line silently). ``not_a_stream`` reads a 200
+that is not an event stream at all (a login page, a JSON error object) so that it fails with
+the server's words rather than as an empty stream.
 """
 from __future__ import annotations
 
@@ -23,9 +25,11 @@ from typing import Any, Iterator
 import openai
 from openai.types.chat import ChatCompletionChunk
 
-from .responses import LLMResponse, ToolCall, parse_arguments, usage_dict
+from .retry import ErrorInBody
+from .responses import (LEGACY_FINISH, LLMResponse, ToolCall, arguments_text, parse_arguments,
+                        usage_dict)
 
-__all__ = ["ChunkStream", "StreamAssembler"]
+__all__ = ["ChunkStream", "StreamAssembler", "not_a_stream"]
 
 
 class ChunkStream(openai.Stream[ChatCompletionChunk]):
@@ -38,6 +42,26 @@ class ChunkStream(openai.Stream[ChatCompletionChunk]):
             if event.data.startswith("[DONE]"):
                 self.saw_done = True
             yield event
+
+
+def not_a_stream(response: Any) -> ErrorInBody | None:
+    """The error for a 200 answer to a streamed request that is no event stream: its JSON
+    ``error`` object, or the first bytes of its text; None for an event stream (or a JSON
+    body without an error, which the SSE reader then finds empty). An event stream sent
+    under another content type is read whole first, then as a stream."""
+    kind = response.headers.get("content-type", "")
+    if "text/event-stream" in kind or not kind:
+        return None
+    text = response.read()[:4096].decode("utf-8", "replace")  # kept: the SSE reader sees it too
+    if text.lstrip().startswith(("data:", "event:", ":", "id:", "retry:")):
+        return None  # an event stream under another content type: read it as one
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError):
+        return ErrorInBody(text)
+    error = data.get("error") if isinstance(data, dict) else None
+    return ErrorInBody(error if isinstance(error, dict) else {"message": str(error)}) \
+        if error is not None else None
 
 
 def _whole_json(raw: str) -> bool:
@@ -54,8 +78,9 @@ class StreamAssembler:
 
     Robust to what real providers send: a tool-call delta without ``function``, the id and name
     only on the first fragment (or repeated on every one), interleaved indices of parallel calls,
-    a missing index, an empty ``refusal: ""`` on every chunk, a usage chunk with no choices, no
-    finish reason at all.
+    a missing index (even with one id reused by parallel calls), arguments sent as a JSON
+    object, the legacy ``delta.function_call``, an empty ``refusal: ""`` on every chunk, a
+    usage chunk with no choices, no finish reason at all.
     """
 
     def __init__(self) -> None:
@@ -84,34 +109,43 @@ class StreamAssembler:
                 if refusal:
                     self.refusal.append(refusal)
                 for tc in getattr(delta, "tool_calls", None) or []:
-                    self._add_fragment(tc)
+                    self._add_fragment(getattr(tc, "index", None), getattr(tc, "id", None),
+                                       getattr(tc, "function", None))
+                legacy = getattr(delta, "function_call", None)  # the pre-``tools`` API
+                if getattr(legacy, "name", None) or getattr(legacy, "arguments", None):
+                    self._add_fragment(0, None, legacy)  # one call, no id (some send it empty)
             if getattr(choice, "finish_reason", None):
                 self.finish_reason = choice.finish_reason
         return text
 
-    def _add_fragment(self, tc: Any) -> None:
-        idx, tc_id = getattr(tc, "index", None), getattr(tc, "id", None)
+    def _add_fragment(self, idx: Any, tc_id: Any, fn: Any) -> None:
+        name = getattr(fn, "name", None)
         if idx is None:
-            # Some providers omit the index: a known id continues its call, a new id opens a
-            # new one, no id continues the latest call.
-            by_id = {s["id"]: i for i, s in self.calls.items() if s["id"]}
+            # Some providers omit the index: a known id continues its latest call, a new id
+            # opens a new one, no id continues the latest call. A header (a name) with new
+            # arguments, or another name, for a call whose arguments are already whole opens
+            # the next call: parallel calls may reuse one id.
+            by_id = {self.calls[i]["id"]: i for i in sorted(self.calls) if self.calls[i]["id"]}
             if tc_id in by_id:
                 idx = by_id[tc_id]
             elif tc_id or not self.calls:
                 idx = max(self.calls, default=-1) + 1
             else:
                 idx = max(self.calls)
+            slot = self.calls.get(idx)
+            if (name and slot is not None and _whole_json("".join(slot["args"]))
+                    and (name != slot["name"] or getattr(fn, "arguments", None))):
+                idx = max(self.calls) + 1
         slot = self.calls.setdefault(idx, {"id": "", "name": "", "args": []})
         if tc_id and not slot["id"]:
             slot["id"] = tc_id
-        fn = getattr(tc, "function", None)
         if fn is None:
             return
-        name = getattr(fn, "name", None)
         if name and name != slot["name"]:
             slot["name"] += name  # set once, or a name sent in pieces
-        if getattr(fn, "arguments", None):
-            slot["args"].append(fn.arguments)
+        args = getattr(fn, "arguments", None)
+        if args:  # text, or a JSON object some servers send whole
+            slot["args"].append(arguments_text(args))
 
     def complete(self, saw_done: bool) -> bool:
         """Whether the stream carried a whole answer (see the module docstring)."""
@@ -133,4 +167,5 @@ class StreamAssembler:
             calls.append(ToolCall(s["id"], s["name"], args, raw, err))
         finish = self.finish_reason or (
             ("tool_calls" if calls else "stop") if complete else "incomplete")
+        finish = LEGACY_FINISH.get(finish, finish)
         return LLMResponse(None, calls, self.usage, finish, "".join(self.refusal) or None)

@@ -236,6 +236,13 @@ class SimulatedAPI:
                 "We could not parse the JSON body of your request. (HINT: This likely means you "
                 "aren't using your HTTP library correctly. The OpenAI API expects a JSON "
                 "payload, but what was sent was not valid JSON.)"))
+        if spec is not None and spec.kind == "error_in_body":  # 200, then an error object
+            error = {"code": 502, "message": spec.message or "Upstream provider returned an error"}
+            entry["status"], entry["error"] = 200, error
+            if entry["stream"]:
+                return SimReply(200, {"content-type": "text/event-stream"},
+                                events=[({"error": error}, 0)])
+            return self._json(200, {"error": error})
         no_reply = spec is not None and (spec.kind in ("timeout", "disconnect") or (
             spec.kind == "truncated_stream" and not entry["stream"]))  # no body to cut short
         if no_reply:

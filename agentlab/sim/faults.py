@@ -18,6 +18,8 @@ model: a time to first token, then a steady token rate, all scaled by ``time_sca
 - ``"truncated_stream"``: a stream that stops half way (inside a tool call's arguments when it
   has calls), without ``finish_reason`` or ``[DONE]`` (a non-streaming request gets a dropped
   connection instead);
+- ``"error_in_body"``: HTTP 200 whose body (or first SSE event) is an ``{"error": {"code": 502,
+  "message": ...}}`` object, as OpenRouter documents for an error after the model started;
 - an ``int`` HTTP status, e.g. ``401``, ``400``, ``429``, ``503``: an OpenAI-shaped error;
 - ``(entry, {"retry_after": 0.5})``: an entry with options (``retry_after`` seconds for a 429,
   ``message`` to replace the error text).
@@ -38,6 +40,7 @@ __all__ = ["Faults", "FaultPlan", "FaultSpec", "Latency", "FAULT_KINDS", "fault_
 FAULT_KINDS: dict[str, int | None] = {
     "rate_limit": 429, "server_error": 500, "unavailable": 503, "timeout": None,
     "disconnect": None, "malformed_arguments": None, "truncated_stream": None,
+    "error_in_body": None,
 }
 _STATUS_KIND = {429: "rate_limit", 500: "server_error", 503: "unavailable"}
 

@@ -18,18 +18,31 @@ Choices made here, and why:
   ``Attributes:`` section of the class docstring; the class description is its first paragraph.
 - ``$ref``/``$defs`` are inlined (recursive types are refused) and ``title`` keys dropped, so
   the schema has the same shape as the hand-written one and costs fewer tokens.
+- ``Annotated[T, "text"]`` describes a nested field as it does a parameter (pydantic itself
+  ignores plain strings in ``Annotated``).
+- A ``typing.TypedDict`` (which pydantic refuses before Python 3.12) is rebuilt as a
+  ``typing_extensions.TypedDict`` with the same fields, docstring and source location.
+- ``tuple``, ``set`` and ``Mapping`` parameters come here at the top level too, so they are
+  described and checked exactly as they are nested; the scalar coercion rules of the
+  hand-written validator are applied to nested values as well (``validation.py``).
 
 pydantic is imported only when such a parameter is registered (it takes ~0.2 s to import).
 """
 from __future__ import annotations
 
+import collections.abc
 import copy
 import dataclasses
 import enum
+import functools
 import inspect
+import operator
 import sys
+import types
 import typing
 from typing import Any
+
+import typing_extensions
 
 from ..errors import ConfigError
 from .docstrings import parse_docstring
@@ -40,6 +53,8 @@ __all__ = ["needs_pydantic", "PydanticParam", "is_fieldinfo"]
 _SCHEMA_MAPS = ("properties", "$defs", "patternProperties", "definitions")
 _VALUE_KEYS = ("default", "enum", "const", "examples")
 _UNEXPECTED = {"extra_forbidden", "unexpected_keyword_argument"}
+#: Containers the hand-written schema walk refuses but pydantic describes faithfully enough.
+_CONTAINERS = (tuple, set, frozenset, collections.abc.Mapping, collections.abc.MutableMapping)
 
 
 def is_fieldinfo(value: Any) -> bool:
@@ -69,7 +84,7 @@ def needs_pydantic(hint: Any, default: Any = inspect.Parameter.empty) -> bool:
     origin, args = typing.get_origin(hint), typing.get_args(hint)
     if origin is typing.Annotated:
         return any(_pydantic_metadata(m) for m in args[1:]) or needs_pydantic(args[0])
-    if _is_class_type(hint):
+    if _is_class_type(hint) or hint in _CONTAINERS or origin in _CONTAINERS:
         return True
     if origin is typing.Literal:
         return False
@@ -99,6 +114,63 @@ def _classes(tp: Any, found: dict[str, type], depth: int = 0) -> None:
         _classes(a, found, depth + 1)
 
 
+def _needs_rebuild(tp: Any) -> bool:
+    return (sys.version_info < (3, 12) and is_typeddict(tp)
+            and type(tp).__module__ == "typing")
+
+
+def _portable(tp: Any, depth: int = 0) -> Any:
+    """``tp`` with every ``typing.TypedDict`` in it rebuilt as a ``typing_extensions`` one
+    (pydantic refuses typing's before Python 3.12); other types are returned as they are."""
+    if depth > 20:
+        return tp
+    if _needs_rebuild(tp):
+        fields = {}
+        for name, hint in typing.get_type_hints(tp, include_extras=True).items():
+            required = name in tp.__required_keys__
+            while typing.get_origin(hint) in (typing_extensions.Required,
+                                              typing_extensions.NotRequired):
+                required = typing.get_origin(hint) is typing_extensions.Required
+                hint = typing.get_args(hint)[0]
+            wrap = typing_extensions.Required if required else typing_extensions.NotRequired
+            fields[name] = wrap[_portable(hint, depth + 1)]
+        new = typing_extensions.TypedDict(tp.__name__, fields)
+        new.__doc__, new.__module__, new.__qualname__ = tp.__doc__, tp.__module__, tp.__qualname__
+        return new
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if not args:
+        return tp
+    new_args = tuple(a if a is Ellipsis or isinstance(a, (str, int)) else _portable(a, depth + 1)
+                     for a in (args[:1] if origin is typing.Annotated else args))
+    if all(a is b for a, b in zip(new_args, args)):
+        return tp
+    if origin is typing.Annotated:
+        return typing.Annotated[(new_args[0], *args[1:])]
+    if origin is types.UnionType:
+        return functools.reduce(operator.or_, new_args)
+    if isinstance(tp, types.GenericAlias):
+        return types.GenericAlias(origin, new_args)
+    return tp.copy_with(new_args)
+
+
+def _annotated_texts(cls: type) -> dict[str, str]:
+    """``{field: text}`` for each field of ``cls`` annotated ``Annotated[T, "text"]``."""
+    try:
+        hints = typing.get_type_hints(cls, include_extras=True)
+    except Exception:  # unresolvable: pydantic will say so
+        return {}
+    out = {}
+    for name, hint in hints.items():
+        while typing.get_origin(hint) in (typing_extensions.Required,
+                                          typing_extensions.NotRequired):
+            hint = typing.get_args(hint)[0]
+        if typing.get_origin(hint) is typing.Annotated:
+            text = next((a for a in typing.get_args(hint)[1:] if isinstance(a, str)), None)
+            if text:
+                out[name] = text
+    return out
+
+
 def _describe_classes(defs: dict, classes: dict[str, type]) -> None:
     """Class descriptions from the first docstring paragraph; field texts from its sections."""
     for key, node in defs.items():
@@ -115,9 +187,11 @@ def _describe_classes(defs: dict, classes: dict[str, type]) -> None:
         node.pop("description", None)
         if summary and "An enumeration." not in summary:
             node["description"] = summary
+        texts = {} if issubclass(cls, enum.Enum) else _annotated_texts(cls)
         for name, prop in (node.get("properties") or {}).items():
-            if name in params and isinstance(prop, dict) and "description" not in prop:
-                prop["description"] = params[name]
+            text = params.get(name) or texts.get(name)  # when no Field or attribute doc did
+            if text and isinstance(prop, dict) and "description" not in prop:
+                prop["description"] = text
 
 
 def _inline(node: Any, defs: dict, stack: tuple = ()) -> Any:
@@ -162,6 +236,7 @@ class PydanticParam:
         from pydantic import ConfigDict, ValidationError, create_model  # lazy: heavy
 
         self._error_type = ValidationError
+        hint = _portable(hint)
         # no Python default: let the annotation decide (``Annotated[T, Field(default=...)]``
         # has one, and then the executor must pass it, or Python would miss the argument)
         spec = hint if default is inspect.Parameter.empty else (hint, default)

@@ -3,9 +3,10 @@
 The half of the tool registry that turns a function into what the model sees; taught in
 ``notebooks/02_tool_registry.ipynb``. See ``agentlab.tools`` for the type table. Plain type hints
 are walked here, by hand (that walk is what the chapter teaches); a parameter that involves a
-pydantic model, a dataclass, a TypedDict or a ``Field(...)`` is described by pydantic
-(``pydantic_params.py``). ``schema_for_type`` still walks dataclasses and TypedDicts itself, so
-the notebook can show the idea and the tests can cross-check it against pydantic.
+pydantic model, a dataclass, a TypedDict, a ``Field(...)``, or a ``tuple``/``set``/``Mapping``
+(which this walk refuses, but which are described the same at every depth) is described by
+pydantic (``pydantic_params.py``). ``schema_for_type`` still walks dataclasses and TypedDicts
+itself, so the notebook can show the idea and the tests can cross-check it against pydantic.
 
 Parameter descriptions, when several sources give one (the order openai-agents'
 ``function_schema`` and LangChain's ``_infer_arg_descriptions`` use; pydantic-ai differs and

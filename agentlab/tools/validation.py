@@ -2,7 +2,9 @@
 
 Coerces only what cannot lose information and reports every bad field in one
 ``ToolError("invalid_arguments")``; see ``agentlab.tools`` for the rules. Parameters that
-pydantic describes (``Param.model``) are validated by pydantic, in the same report.
+pydantic describes (``Param.model``) are validated by pydantic, in the same report, after
+their scalar leaves went through the same coercion rules as top-level parameters
+(``_by_schema``: ``true`` is not an integer at any depth, ``42`` is a fine string at any depth).
 """
 from __future__ import annotations
 
@@ -102,6 +104,46 @@ def _coerce_scalar(tp: Any, value: Any, strict: bool) -> tuple[bool, Any]:
     return False, None
 
 
+_SCALARS = {"integer": int, "number": float, "boolean": bool, "string": str, "null": type(None)}
+
+
+def _by_schema(schema: Any, value: Any, path: str, errors: list[dict],
+               strict: bool = False) -> Any:
+    """The top-level scalar rules (``_coerce_scalar``) applied to every scalar leaf of a value
+    that pydantic validates next, walking its JSON schema: a leaf they refuse is reported
+    here, a leaf only they coerce (``42`` for a string) is passed on coerced. What the schema
+    does not pin down (enums, formats pydantic parses, unions no member fits) is left to
+    pydantic."""
+    if not isinstance(schema, dict) or "enum" in schema or "const" in schema:
+        return value
+    members = schema.get("anyOf") or schema.get("oneOf")
+    if members:
+        for lax in (False, True) if not strict else (False,):  # exact first, as for unions
+            for m in members:
+                trial: list[dict] = []
+                out = _by_schema(m, value, path, trial, strict=not lax)
+                if not trial:
+                    return out
+        return value
+    kind = schema.get("type")
+    if isinstance(kind, str) and kind in _SCALARS:
+        ok, out = _coerce_scalar(_SCALARS[kind], value, strict)
+        if ok:  # pydantic converts the rest the same way and reports what the model sent
+            return out if kind == "string" and not isinstance(value, str) else value
+        errors.append({"field": path, "problem": "wrong_type", "expected": kind,
+                       "got": f"{show_value(value)} ({json_type(value)})"})
+        return value
+    if kind == "object" and isinstance(value, dict):
+        props, extra = schema.get("properties") or {}, schema.get("additionalProperties")
+        return {k: _by_schema(props.get(k, extra), v, f"{path}.{k}", errors, strict)
+                for k, v in value.items()}
+    if kind == "array" and isinstance(value, list):
+        prefix, items = schema.get("prefixItems") or [], schema.get("items")
+        return [_by_schema(prefix[i] if i < len(prefix) else items, v, f"{path}[{i}]", errors,
+                           strict) for i, v in enumerate(value)]
+    return value
+
+
 def _convert(tp: Any, value: Any, path: str, errors: list[dict], strict: bool = False) -> Any:
     """Check ``value`` against ``tp``; append one error per bad leaf; return the converted value."""
     origin, args = typing.get_origin(tp), typing.get_args(tp)
@@ -183,7 +225,14 @@ def check_fields(specs: dict[str, Param], value: dict, prefix: str, errors: list
                 out[name] = spec.model.default()  # the Field's default, never the FieldInfo
             continue  # absent (or null for a defaulted field): Python fills the default
         if spec.model is not None:
-            out[name] = spec.model.validate(value[name], prefix + name, errors)
+            ours: list[dict] = []
+            given = _by_schema(spec.model.schema, value[name], prefix + name, ours, strict)
+            theirs: list[dict] = []
+            out[name] = spec.model.validate(given, prefix + name, theirs)
+            mine = {e["field"]: e for e in ours}  # one report per field, in pydantic's order
+            errors.extend([mine.pop(e["field"], e) for e in theirs] + list(mine.values()))
+            if ours:
+                out[name] = None
         else:
             out[name] = _convert(spec.type, value[name], prefix + name, errors, strict)
     return out
