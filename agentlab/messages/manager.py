@@ -128,8 +128,8 @@ class MessageManager:
         self._tools: list[dict] = []
         self._tools_tokens = 0
         self.system_prompt = system_prompt
-        self.set_tools(tools)
         self.reset()
+        self.set_tools(tools)
 
     # -- state -------------------------------------------------------------------------
     def reset(self) -> None:
@@ -161,10 +161,13 @@ class MessageManager:
 
     def set_tools(self, tools: Iterable[dict] | None) -> None:
         """The tool schemas sent with every request (``registry.get_all_schemas()``): they are
-        counted in the budget (40 tools can take 2,000 tokens). The runtime calls this."""
+        counted in the budget (40 tools can take 2,000 tokens). The runtime calls this before
+        the first request of every run. A history the schemas push over the threshold is
+        compressed here, as if a message had arrived (a restored chat plus 40 tools)."""
         with self._lock:
             self._tools = [dict(t) for t in tools or []]
             self._tools_tokens = count_tools_tokens(self._tools, self.model)
+            maybe_compress(self)
 
     tools_tokens = property(lambda self: self._tools_tokens,
                             doc="Tokens the tool schemas add to every request.")

@@ -227,13 +227,21 @@ def _stop_if_refused(rt: Any, ctx: RunContext, resp: ModelReply, content: str, t
 
 
 def _check_context(rt: Any) -> None:
-    """Stop before a request that cannot fit the model's context (``context_overflow``)."""
+    """Stop before a request that cannot fit the model's context (``context_overflow``),
+    but only once a compression could not make it fit."""
     check_budget = getattr(rt.messages, "check_budget", None)
+    if check_budget is None:
+        return
     try:
-        if check_budget is not None:
-            check_budget()
+        check_budget()
     except AgentError as exc:
-        raise Stop(RunState.ERROR, "context_overflow", exc) from None
+        compress = getattr(rt.messages, "compress", None)
+        try:
+            if compress is None or compress() is None:
+                raise exc
+            check_budget()
+        except AgentError as still:
+            raise Stop(RunState.ERROR, "context_overflow", still) from None
 
 
 def new_turn(ctx: RunContext, **extra: Any) -> dict:
