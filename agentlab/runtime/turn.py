@@ -22,7 +22,7 @@ from ..errors import AgentError
 from ..executor import ToolBatch, ToolExecutor, not_run, run_batch
 from ..llm.responses import ToolCall, parse_arguments
 from .cancel import Interrupted, call_unless_cancelled, iterate_unless_cancelled
-from .context import STREAM_EVENTS, RunContext
+from .context import STREAM_EVENTS, RunContext, idempotency_key
 from .gates import Pause, Stop, ask, timeout_stop
 from .protocols import ModelReply
 from .types import RunState
@@ -158,7 +158,8 @@ def finish_held_turn(rt: Any, ctx: RunContext):
 
 
 def _execute(rt: Any, ctx: RunContext, calls: list, parallel: bool) -> list:
-    batch = ToolBatch(tuple(calls), parallel=parallel, deadline=ctx.deadline, cancel=ctx.cancel)
+    batch = ToolBatch(tuple(calls), parallel=parallel, deadline=ctx.deadline, cancel=ctx.cancel,
+                      key_prefix=idempotency_key(ctx.run_id, ""))  # unique across runs
     try:
         return run_batch(rt.executor, batch)
     except Exception as exc:  # the executor promises not to raise; stay valid if it does

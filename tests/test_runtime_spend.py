@@ -1,0 +1,49 @@
+"""Issue 21: what a run spends and what it keys, whatever the server sends -- idempotency keys
+unique across runs, malformed repeats caught by the loop guard, a cost cap that holds without
+reported usage. A stub LLM plays servers that number calls ``call_0`` and omit usage."""
+from __future__ import annotations
+
+from agentlab.llm.responses import LLMResponse, ToolCall, parse_arguments
+from agentlab.runtime import AgentRuntime, RunState, RuntimeConfig
+from agentlab.tools import ToolRegistry
+
+
+class StubLLM:
+    """A server that answers from a list (the last reply repeats) and may omit usage."""
+
+    def __init__(self, replies, model="gpt-4o-mini", usage=None):
+        self.replies, self.model, self.usage, self.requests = list(replies), model, usage, []
+
+    def chat(self, messages, tools=None, temperature=None, timeout=None):
+        self.requests.append(messages)
+        reply = self.replies.pop(0) if len(self.replies) > 1 else self.replies[0]
+        if isinstance(reply, str):
+            return LLMResponse(content=reply, usage=dict(self.usage or {}), finish_reason="stop")
+        calls = [ToolCall(cid, name, *parse_arguments(raw)[:1], raw, parse_arguments(raw)[1])
+                 for cid, name, raw in reply]
+        return LLMResponse(content=None, tool_calls=calls, usage=dict(self.usage or {}),
+                           finish_reason="tool_calls")
+
+
+def side_effect_registry(seen: list) -> ToolRegistry:
+    reg = ToolRegistry()
+
+    @reg.tool(side_effects=True)
+    def send(to: str, idempotency_key: str = "") -> str:
+        """Send a message.
+
+        Args:
+            to: the recipient.
+        """
+        seen.append(idempotency_key)
+        return f"sent to {to}"
+    return reg
+
+
+def test_idempotency_keys_differ_across_runs_when_the_server_reuses_call_ids():
+    seen: list = []
+    reg = side_effect_registry(seen)
+    for _ in range(2):  # a server numbering its calls call_0, call_1 in every conversation
+        llm = StubLLM([[("call_0", "send", '{"to": "bob"}')], "done"])
+        assert AgentRuntime(llm, reg).run("send it").state is RunState.FINISHED
+    assert len(seen) == 2 and seen[0] != seen[1] and all(k.endswith("call_0") for k in seen)
