@@ -47,3 +47,19 @@ def test_idempotency_keys_differ_across_runs_when_the_server_reuses_call_ids():
         llm = StubLLM([[("call_0", "send", '{"to": "bob"}')], "done"])
         assert AgentRuntime(llm, reg).run("send it").state is RunState.FINISHED
     assert len(seen) == 2 and seen[0] != seen[1] and all(k.endswith("call_0") for k in seen)
+
+
+def test_a_model_repeating_the_same_malformed_call_is_caught_by_the_loop_guard():
+    seen: list = []
+    bad = [[(f"call_{i}", "send", '{"to": bob}')] for i in range(20)]  # not JSON, new ids
+    llm = StubLLM([*bad, "done"], usage={"prompt_tokens": 10, "completion_tokens": 5,
+                                         "total_tokens": 15})
+    r = AgentRuntime(llm, side_effect_registry(seen), config=RuntimeConfig(max_turns=20)).run("go")
+    assert (r.state, r.stopped_reason, r.turns) == (RunState.ERROR, "loop_detected", 3)
+    assert seen == []  # none of them ran
+
+
+def test_different_malformed_calls_are_not_a_loop():
+    bad = [[(f"call_{i}", "send", '{"to": bob' + "!" * i + "}")] for i in range(3)]
+    r = AgentRuntime(StubLLM([*bad, "done"]), side_effect_registry([])).run("go")
+    assert (r.state, r.turns) == (RunState.FINISHED, 4)
