@@ -3,6 +3,8 @@ unique across runs, malformed repeats caught by the loop guard, a cost cap that 
 reported usage. A stub LLM plays servers that number calls ``call_0`` and omit usage."""
 from __future__ import annotations
 
+import pytest
+
 from agentlab.llm.responses import LLMResponse, ToolCall, parse_arguments
 from agentlab.runtime import AgentRuntime, RunState, RuntimeConfig
 from agentlab.tools import ToolRegistry
@@ -63,3 +65,59 @@ def test_different_malformed_calls_are_not_a_loop():
     bad = [[(f"call_{i}", "send", '{"to": bob' + "!" * i + "}")] for i in range(3)]
     r = AgentRuntime(StubLLM([*bad, "done"]), side_effect_registry([])).run("go")
     assert (r.state, r.turns) == (RunState.FINISHED, 4)
+
+
+class UnmeteredSearch(StubLLM):
+    """A provider that never reports usage but bills every request like the simulator does:
+    the prompt as sent (messages and tool schemas) plus each reply's tokens."""
+
+    def __init__(self):
+        super().__init__([], model="gpt-4o-mini")
+        self.bill = {"prompt_tokens": 0, "completion_tokens": 0}
+
+    def chat(self, messages, tools=None, temperature=None, timeout=None):
+        from agentlab.tokens import count_messages_tokens, count_text_tokens
+        n = len(self.requests)
+        self.requests.append(messages)
+        raw = '{"to": "reader %d, %s"}' % (n, "please read this carefully " * 20)
+        self.bill["prompt_tokens"] += count_messages_tokens(messages, self.model, tools)
+        self.bill["completion_tokens"] += (count_text_tokens("send", self.model)
+                                           + count_text_tokens(raw, self.model))
+        return LLMResponse(content=None, tool_calls=[ToolCall(f"call_{n}", "send",
+                                                              parse_arguments(raw)[0], raw)],
+                           usage={}, finish_reason="tool_calls")
+
+    def billed_usd(self):
+        from agentlab.models import cost_usd
+        return cost_usd(self.model, self.bill["prompt_tokens"], self.bill["completion_tokens"])
+
+
+def test_the_cost_cap_holds_with_a_provider_that_never_reports_usage():
+    """Issue 21: $0.02 on gpt-4o-mini without usage ran all 60 turns and billed $0.0429."""
+    llm = UnmeteredSearch()
+    llm.max_tokens = 200  # the client's output cap: the worst case of one reply
+    rt = AgentRuntime(llm, side_effect_registry([]),
+                      config=RuntimeConfig(max_turns=60, max_cost_usd=0.02))
+    r = rt.run("send a long letter to many readers")
+    assert r.state is RunState.EXHAUSTED and r.stopped_reason.startswith("cost_budget"), r.errors
+    assert 5 < len(llm.requests) < 60 and llm.billed_usd() <= 0.02
+    assert r.cost_usd == pytest.approx(llm.billed_usd(), rel=1e-9)  # charged what was billed
+    assert r.usage["prompt_tokens"] == llm.bill["prompt_tokens"]
+
+
+def test_a_cancelled_model_call_is_charged_for_the_prompt_it_sent():
+    import threading
+    from agentlab.tokens import count_messages_tokens
+    sent = {}
+
+    class Slow(StubLLM):
+        def chat(self, messages, tools=None, temperature=None, timeout=None):
+            sent["prompt"] = count_messages_tokens(messages, self.model, tools)
+            threading.Timer(0.05, rt.cancel).start()
+            threading.Event().wait(2.0)
+            return LLMResponse(content="too late", usage={}, finish_reason="stop")
+    rt = AgentRuntime(Slow(["x"]), side_effect_registry([]))
+    r = rt.run("hello")
+    assert r.state is RunState.CANCELLED
+    assert r.usage["prompt_tokens"] == sent["prompt"] > 0 and r.usage["completion_tokens"] == 0
+    assert r.cost_usd > 0
