@@ -120,6 +120,11 @@ def test_bad_tenant_names_and_passwords_are_refused(redis_server):
             create_tenant(redis_server.url, tenant, password)
     with pytest.raises(ConfigError):
         RedisStateStore(redis_server.url, tenant="../x")
+    from agentlab.fleet.connection import validate_tenant
+    for name in ("acme\n", "acme\r\n", "\nacme"):  # issue 21: '$' matched before a newline
+        with pytest.raises(ConfigError):
+            validate_tenant(name)
+    assert validate_tenant("acme") == "acme"
     assert tenant_url("redis://127.0.0.1:1/0", "acme", "p@ss/word") == \
         "redis://acme:p%40ss%2Fword@127.0.0.1:1/0"
 
