@@ -6,6 +6,11 @@ over the window), ``MessageManager`` derives its default budget from it, and the
 the cost cap price tokens with it. A model missing from the table is unknown: no window, no
 price — never another model's numbers. ``register_model`` adds one (a local model, a fine-tune).
 
+**A model not in the table** gets no price, ever. For its *budget* (``MessageManager``'s default
+``max_tokens``) one rule applies: ``model_family`` -- a name that extends a table name at a
+``-`` (``gpt-4o-mini-2099-01-01``, ``gpt-5-chat-latest``) takes the window of the longest such
+name; any other name (``gpt-4``, ``llama3``) gets a conservative default with a warning.
+
 ``DEFAULT_MODEL`` is the model every constructor defaults to (``LLMClient``, ``MessageManager``,
 ``AgentObserver``, ``Simulator.llm``); ``AGENTLAB_MODEL`` overrides it for ``LLMClient.from_env``.
 """
@@ -20,7 +25,8 @@ from .bundle import data_path
 from .errors import ConfigError
 
 __all__ = ["DEFAULT_MODEL", "MODELS_PATH", "ModelInfo", "model_info", "register_model",
-           "known_models", "price_table", "unregister_model", "cost_usd", "require_prices"]
+           "known_models", "price_table", "unregister_model", "cost_usd", "require_prices",
+           "model_family"]
 
 #: The model used when none is given (an OpenAI model name; the simulator answers as it).
 DEFAULT_MODEL = "gpt-4o"
@@ -64,6 +70,18 @@ def _load() -> dict[str, ModelInfo]:
 def model_info(name: str) -> ModelInfo | None:
     """The table's entry for ``name`` (exact name; registered models first), or None."""
     return _custom.get(name) or _load().get(name)
+
+
+def model_family(name: str) -> str | None:
+    """The known model ``name`` belongs to: itself if known, else the longest known name it
+    extends at a ``-`` (``gpt-4o-mini-2099-01-01`` -> ``gpt-4o-mini``), else None.
+
+    Used for a context budget only, never for a price: ``gpt-4`` extends nothing (it is an
+    8,192-token model, not a ``gpt-4o``), so it has no family."""
+    if model_info(name) is not None:
+        return name
+    names = [k for k in (*_custom, *_load()) if name.startswith(k + "-")]
+    return max(names, key=len) if names else None
 
 
 def price_table() -> dict[str, dict[str, float]]:

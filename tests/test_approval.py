@@ -150,6 +150,28 @@ def test_a_policy_gates_only_the_calls_it_names(tmp_path):
         reg.register(lambda: 1, name="odd", description="x", requires_approval="yes")
 
 
+def test_a_policy_sees_the_validated_arguments_with_their_defaults(tmp_path):
+    """Issue 21: ``pay({})`` with ``amount: int = 500`` ran without approval and paid 500."""
+    paid = []
+    reg = ToolRegistry()
+
+    @reg.tool(requires_approval=lambda a: a.get("amount", 0) > 100)
+    def pay(amount: int = 500) -> str:
+        """Pay an amount.
+
+        Args:
+            amount: cents to pay.
+        """
+        paid.append(amount)
+        return f"paid {amount}"
+    llm = sim.Simulator(sim.Script([sim.call("pay", {}), sim.text("ok")])).llm()
+    r = runtime(llm, reg, checkpoints=CheckpointManager(tmp_path)).run("pay the bill")
+    assert r.state is RunState.PAUSED and paid == []
+    assert [p["tool"] for p in r.pending_approvals] == ["pay"]
+    llm = sim.Simulator(sim.Script([sim.call("pay", {"amount": 50}), sim.text("ok")])).llm()
+    assert runtime(llm, reg).run("pay a little").state is RunState.FINISHED and paid == [50]
+
+
 def test_without_checkpoints_the_run_pauses_and_approve_says_what_is_missing():
     ran = Counter()
     rt = runtime(model().llm(), tools(ran))

@@ -19,6 +19,8 @@ from agentlab.errors import CheckpointError, ConfigError
 from agentlab.naive.checkpoints import NaiveCheckpointManager
 
 ROOT = Path(__file__).resolve().parents[1]
+#: 100,000-deep JSON: valid, but deeper than any parser's recursion (issue 21).
+DEEP = "[" * 100_000 + "]" * 100_000
 CALL = {"id": "call_1", "type": "function", "function": {"name": "web_search", "arguments": "{}"}}
 MSGS = [{"role": "system", "content": "s"}, {"role": "user", "content": "find x"},
         {"role": "assistant", "content": None, "tool_calls": [CALL]},
@@ -131,17 +133,41 @@ def _rewrite(store):
     (lambda text: text.replace(f'"format_version":{FORMAT_VERSION}', '"format_version":99', 1),
      "checkpoint_incompatible"),
     (lambda text: "[1, 2]", "checkpoint_corrupt"),
-])
+    # issue 21: hostile input is a typed error, and the reader refuses what the writer refuses
+    (lambda text: text.replace('"state":{}', '"state":' + DEEP, 1), "checkpoint_corrupt"),
+    (lambda text: DEEP, "checkpoint_corrupt"),
+    (lambda text: text.replace('"turn":1,', '"turn":-3,', 1), "checkpoint_corrupt"),
+    (lambda text: text.replace(f'"format_version":{FORMAT_VERSION}', '"format_version":true', 1),
+     "checkpoint_corrupt"),
+    (lambda text: text.replace('"revision":1,', '"revision":false,', 1), "checkpoint_corrupt"),
+], ids=["truncated", "future", "not_an_object", "deep_state", "deep_document", "negative_turn",
+        "bool_version", "bool_revision"])
 def test_corrupt_and_future_checkpoints_raise_naming_the_file(tmp_path, store, edit, code):
     cm = CheckpointManager(tmp_path / "cp", store=store)
     cid = cm.save(1, MSGS, {}, [])
     where = _rewrite(store)(cm, cid, edit)
-    for load in (lambda: cm.load(cid), cm.load):  # by id, and as the newest
+    for load in (lambda: cm.load(cid), cm.load, lambda: cm.load("latest")):  # by id, the newest
         with pytest.raises(CheckpointError) as info:
             load()
         assert info.value.code == code and where in str(info.value)
     if code == "checkpoint_incompatible":
         assert "format_version 99" in str(info.value)
+
+
+def test_resuming_from_a_deeply_nested_checkpoint_is_a_typed_error(tmp_path, store):
+    """Issue 21: 100k-deep JSON gave a raw RecursionError from run(resume_from=)."""
+    from agentlab import sim
+    from agentlab.runtime import AgentRuntime
+    from agentlab.tools import ToolRegistry
+    cm = CheckpointManager(tmp_path / "cp", store=store)
+    rt = AgentRuntime(sim.Simulator([sim.text("ok")]).llm(), ToolRegistry(), checkpoints=cm)
+    run_id = rt.run("find x").run_id
+    last = cm.list_checkpoints(run_id)[-1]["id"]
+    _rewrite(store)(cm, last, lambda text: text.replace('"state":{', '"state":{"x":' + DEEP + ",", 1))
+    for ref in ("latest", last):
+        with pytest.raises(CheckpointError) as info:
+            rt.run("find x", resume_from=ref)
+        assert info.value.code == "checkpoint_corrupt"
 
 
 def test_a_crash_mid_write_leaves_the_previous_checkpoint_readable(tmp_path):
@@ -455,7 +481,7 @@ def test_load_refuses_messages_that_are_not_a_conversation(tmp_path, store, mess
     assert err.value.code == "checkpoint_corrupt" and problem in err.value.message
 
 
-@pytest.mark.parametrize("run_id", ["CON", "nul.log", "COM1", "run.", "a" * 129])
+@pytest.mark.parametrize("run_id", ["CON", "nul.log", "COM1", "run.", "a" * 129, "run-1\n"])
 def test_run_ids_that_are_not_portable_file_names_are_refused(tmp_path, run_id):
     with pytest.raises(CheckpointError) as err:
         CheckpointManager(tmp_path / "cp", run_id=run_id)

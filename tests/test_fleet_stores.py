@@ -120,6 +120,11 @@ def test_bad_tenant_names_and_passwords_are_refused(redis_server):
             create_tenant(redis_server.url, tenant, password)
     with pytest.raises(ConfigError):
         RedisStateStore(redis_server.url, tenant="../x")
+    from agentlab.fleet.connection import validate_tenant
+    for name in ("acme\n", "acme\r\n", "\nacme"):  # issue 21: '$' matched before a newline
+        with pytest.raises(ConfigError):
+            validate_tenant(name)
+    assert validate_tenant("acme") == "acme"
     assert tenant_url("redis://127.0.0.1:1/0", "acme", "p@ss/word") == \
         "redis://acme:p%40ss%2Fword@127.0.0.1:1/0"
 
@@ -183,3 +188,25 @@ def test_a_test_server_never_mistakes_another_server_on_its_port_for_itself(redi
     with pytest.raises(ConfigError) as info:
         server_module.RedisServer.start(port=redis_server.port)
     assert info.value.code == "redis_server_failed" and "is taken" in str(info.value)
+
+
+def test_a_deeply_nested_redis_header_or_log_record_is_a_typed_error(redis_url, tmp_path):
+    """Issue 21: 100k-deep JSON is hostile input, never a raw RecursionError."""
+    from agentlab.checkpoints import CheckpointManager
+    from agentlab.errors import CheckpointError
+    deep = "[" * 100_000 + "]" * 100_000
+    cm = CheckpointManager(tmp_path, store=redis_url, run_id="r1")
+    cid = cm.save(1, [{"role": "user", "content": "x"}], {}, [])
+    client = cm.backend.target.client
+    client.hset(cm.backend.target.key("ckpt", "doc", cid), "header", deep)
+    assert [c.get("error") for c in cm.list_checkpoints()] == ["checkpoint_corrupt"]
+    cm.backend.record_tool_result(_record("c1"))
+    log = [k for k in client.keys(cm.backend.target.key("*")) if b"log" in k or b"tool" in k]
+    assert log, client.keys("*")
+    for key in log:
+        if client.type(key) == b"hash":
+            for field in client.hkeys(key):
+                client.hset(key, field, deep)
+    with pytest.raises(CheckpointError) as info:
+        cm.backend.tool_results("r")
+    assert info.value.code == "checkpoint_corrupt"

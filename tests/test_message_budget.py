@@ -47,8 +47,24 @@ def test_default_budget_comes_from_the_model_table():
     info = model_info("gpt-4o")
     assert MessageManager().max_tokens == info.context_window - info.max_output_tokens == 111616
     assert MessageManager(model="gpt-4.1").max_tokens == 1047576 - 32768
-    assert MessageManager(model="my-local-llama").max_tokens == 120000  # unknown: the old default
     assert MessageManager(max_tokens=5000).max_tokens == 5000
+
+
+def test_an_unlisted_model_gets_its_familys_budget_or_a_warned_conservative_one():
+    """Issue 21: ``gpt-4`` (an 8,192-token model) got 120,000 silently. A dated or suffixed name
+    takes its family's window (the longest table name it extends at a '-'); anything else gets
+    the conservative default, with a warning that says how to set it."""
+    import warnings
+    from agentlab.messages import DEFAULT_MAX_TOKENS
+    from agentlab.models import model_family
+    assert model_family("gpt-4o-mini-2099-01-01") == "gpt-4o-mini"
+    assert model_family("gpt-4o") == "gpt-4o" and model_family("gpt-4") is None
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a family's budget needs no warning
+        assert MessageManager(model="gpt-5-chat-latest").max_tokens == 400000 - 128000
+    for name in ("gpt-4", "my-local-llama"):
+        with pytest.warns(UserWarning, match=f"{name}.*register_model"):
+            assert MessageManager(model=name).max_tokens == DEFAULT_MAX_TOKENS <= 8192
 
 
 def call_message(i: int, args_words: int) -> list[dict]:

@@ -176,6 +176,8 @@ def test_prometheus_export_stays_valid_when_names_collide():
     obs.record_metric("延迟", 1.5)  # two non-ASCII names: both sanitise to nothing
     obs.record_metric("遅延", 2.5)
     obs.record_metric("tool_duration_seconds_count", 7)  # a sample name of a built-in summary
+    obs.record_metric("llm_calls", 8)  # the family name a parser gives counter ..._calls_total
+    obs.record_metric("agentlab_run", 9)  # ... and gauge agentlab_run_info
     obs.record_metric("lat", 3, **{"a.b": "dot", "a_b": "underscore", "__x": "r", "9": "n"})
     text = obs.export_prometheus_metrics()
     fams = list(parse(text))
@@ -184,7 +186,7 @@ def test_prometheus_export_stays_valid_when_names_collide():
     turns = next(f for f in fams if f.name == "agentlab_run_turns")
     assert [s.value for s in turns.samples] == [3]
     recorded = {f.name: f.samples for f in fams if f.documentation.startswith("Recorded")}
-    assert sorted(s[0].value for s in recorded.values()) == [1.5, 2.5, 3, 5, 6, 7]
+    assert sorted(s[0].value for s in recorded.values()) == [1.5, 2.5, 3, 5, 6, 7, 8, 9]
     (lat,) = [s for s in recorded.values() if s[0].value == 3]
     assert sorted(lat[0].labels.values()) == ["dot", "n", "r", "underscore"]
     assert "a_b" in lat[0].labels and all(not k.startswith("__") for k in lat[0].labels)

@@ -302,3 +302,12 @@ def test_an_unreadable_sqlite_file_is_a_state_error(tmp_path):
     with pytest.raises(StateError) as err:
         SQLiteStateStore(tmp_path / "junk.db").load("k")
     assert err.value.code == "state_corrupt"
+
+
+def test_deeply_nested_stored_json_is_state_corrupt_not_a_recursion_error(store):
+    """Issue 21: 100k-deep JSON written by someone else gave a raw RecursionError."""
+    store.save("deep", 1)
+    store._write("deep", "[" * 100_000 + "]" * 100_000)  # the backend's own write: any text
+    with pytest.raises(StateError) as info:
+        store.load("deep")
+    assert info.value.code == "state_corrupt" and "deep" in info.value.message

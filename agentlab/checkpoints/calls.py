@@ -94,7 +94,7 @@ def join_chunks(chunk_ids: list, chunks: dict[str, dict], tail: list, where: str
         rec = chunks.get(chunk_id) if isinstance(chunk_id, str) else None
         try:
             part = json.loads(rec["result"]) if rec is not None else None
-        except ValueError:
+        except (ValueError, RecursionError):  # unreadable, or nested too deeply
             part = None
         if not isinstance(part, list):
             raise CheckpointError("checkpoint_corrupt", f"{where}: the tool_calls_made chunk "

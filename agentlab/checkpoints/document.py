@@ -10,6 +10,9 @@ Part of chapter 11 (``notebooks/11_checkpoints.ipynb``). Both backends (``json_b
   listing reads one line per file (``read_header``);
 - ``parse_checkpoint`` turns every failure into a ``CheckpointError`` naming the file:
   ``checkpoint_corrupt``, or ``checkpoint_incompatible`` for an unknown ``format_version``.
+  Hostile text is one of those failures: JSON nested deeper than the parser's recursion
+  (100,000 ``[``) and fields the writer would refuse (``turn: -3``, ``format_version: true``,
+  a boolean where an integer belongs) are ``checkpoint_corrupt``, never a raw exception.
 """
 from __future__ import annotations
 
@@ -42,7 +45,8 @@ def _v1_to_v2(doc: dict) -> dict:
 #: Older versions this code can upgrade: ``{version: function(doc) -> doc of version + 1}``.
 MIGRATIONS: dict[int, Callable[[dict], dict]] = {1: _v1_to_v2}
 #: What a checkpoint id looks like (anything else is not a checkpoint of this store).
-ID_RE = re.compile(r"^(\d{8})-(\d{19})-([0-9a-f]{6})$")
+#: (``\Z``, not ``$``: ``$`` also matches before a trailing newline.)
+ID_RE = re.compile(r"\A(\d{8})-(\d{19})-([0-9a-f]{6})\Z")
 
 _REQUIRED = {"format_version": int, "id": str, "run_id": str, "revision": int, "turn": int,
              "created_at": str, "messages": list, "state": dict, "tool_calls_made": list,
@@ -85,11 +89,12 @@ def parse_checkpoint(text: bytes | str, where: str) -> Checkpoint:
     """Decode one checkpoint document; every failure is a ``CheckpointError`` naming ``where``."""
     try:
         doc = json.loads(text)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+    except (ValueError, RecursionError) as exc:  # JSONDecodeError, UnicodeDecodeError, too deep
+        why = "nested too deeply to read" if isinstance(exc, RecursionError) else str(exc)
         raise CheckpointError("checkpoint_corrupt",
-                              f"checkpoint {where} is corrupt ({exc}); delete it or load an "
+                              f"checkpoint {where} is corrupt ({why}); delete it or load an "
                               "older checkpoint", details={"file": where}) from None
-    if not isinstance(doc, dict) or not isinstance(doc.get("format_version"), int):
+    if not isinstance(doc, dict) or not _is_int(doc.get("format_version")):
         raise CheckpointError("checkpoint_corrupt", f"checkpoint {where} has no integer "
                               "format_version; it was not written by agentlab",
                               details={"file": where})
@@ -105,10 +110,19 @@ def parse_checkpoint(text: bytes | str, where: str) -> Checkpoint:
             "Use the agentlab that wrote it, or start a new run.",
             details={"file": where, "format_version": version, "supported": FORMAT_VERSION})
     for key, typ in _REQUIRED.items():
-        if not isinstance(doc.get(key), typ):
+        if not (_is_int(doc.get(key)) if typ is int else isinstance(doc.get(key), typ)):
             raise CheckpointError("checkpoint_corrupt", f"checkpoint {where}: field {key!r} is "
                                   f"missing or not a {typ.__name__}", details={"file": where})
+    for key, least in (("turn", 0), ("revision", 1)):  # what the writer refuses to write
+        if doc[key] < least:
+            raise CheckpointError("checkpoint_corrupt", f"checkpoint {where}: field {key!r} is "
+                                  f"{doc[key]}, below {least}", details={"file": where})
     return Checkpoint(**{k: doc[k] for k in _REQUIRED})
+
+
+def _is_int(value: Any) -> bool:
+    """An integer, not a boolean (``True`` is an ``int`` to Python, not to a format)."""
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def read_header(line: bytes) -> dict | None:
@@ -116,7 +130,7 @@ def read_header(line: bytes) -> dict | None:
     try:
         head = json.loads(line.rstrip().rstrip(b",") + b"}")
         return head if isinstance(head, dict) else None
-    except (json.JSONDecodeError, UnicodeDecodeError):
+    except (ValueError, RecursionError):  # torn, not UTF-8, or nested too deeply
         return None
 
 

@@ -49,7 +49,7 @@ from ..errors import AgentError, CheckpointError, ConfigError
 from ..executor import ToolResult
 from ..executor.batch import BatchExecutor, ToolBatch, run_batch
 from ..redaction import client_api_key, register_secret
-from ..runtime.context import LAST_RUN_KEY, RunContext
+from ..runtime.context import LAST_RUN_KEY, RunContext, idempotency_key
 from .resume_checks import check_metadata, same_task, task_digest
 from .safe_point import unsafe_index
 
@@ -64,11 +64,6 @@ NOT_RUN_CODES = frozenset({"deadline_exceeded", "not_executed", "executor_satura
                            "approval_required"})
 #: The extension events a durable runtime emits.
 EVENTS = ("checkpoint_saved", "run_resumed")
-
-
-def idempotency_key(run_id: str, tool_call_id: str) -> str:
-    """The key a side-effecting tool gets: the same for a call and for its replay after a resume."""
-    return f"{run_id}:{tool_call_id}"
 
 
 def run_metadata(due: str, task: str, *, model: str | None, tools: list[str],

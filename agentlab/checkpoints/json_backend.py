@@ -214,7 +214,7 @@ class JSONBackend:
                 continue
             try:
                 out.append(json.loads(line))
-            except (json.JSONDecodeError, UnicodeDecodeError):
+            except (ValueError, RecursionError):  # torn (or hostile: nested too deeply)
                 # Only a crash mid-append makes such a line (each record is one write + fsync,
                 # and the caller moves on only after it). That call never completed: skip it.
                 logger.info("skipping a torn line in %s", path)

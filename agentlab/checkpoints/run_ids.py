@@ -16,7 +16,8 @@ from ..errors import CheckpointError
 
 __all__ = ["new_run_id", "check_run_id"]
 
-_RUN_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
+#: What a run id looks like (``\Z``, not ``$``: ``$`` also matches before a trailing newline).
+_RUN_ID_RE = re.compile(r"\A[A-Za-z0-9][A-Za-z0-9_.-]{0,127}\Z")
 
 
 def new_run_id() -> str:

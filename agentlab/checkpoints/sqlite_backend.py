@@ -239,7 +239,7 @@ class SQLiteBackend:
             if rec["arguments"] is not None:
                 try:
                     rec["arguments"] = json.loads(rec["arguments"])
-                except (TypeError, ValueError):
+                except (TypeError, ValueError, RecursionError):
                     pass  # left a string: the manager's shape check names the problem
             out.append(rec)
         return out, (rows[-1][0] if rows else cursor)

@@ -174,7 +174,7 @@ class RedisCheckpointBackend:
             extra = {"path": self.where(cid), "size_bytes": int(size or 0)}
             try:
                 out.append({**json.loads(header), **extra})
-            except (TypeError, ValueError):
+            except (TypeError, ValueError, RecursionError):  # RecursionError: nested too deeply
                 out.append({"id": cid, **extra, "error": "checkpoint_corrupt"})
         return out
 
@@ -276,7 +276,7 @@ def _run_of(header: bytes | None) -> str | None:
     """The run id in a stored header, or None when it is missing or unreadable."""
     try:
         return json.loads(header)["run_id"] if header else None
-    except (ValueError, KeyError, TypeError):
+    except (ValueError, KeyError, TypeError, RecursionError):
         return None
 
 
@@ -284,7 +284,8 @@ def _record(raw: bytes, where: str) -> Any:
     """One stored tool-result record (its shape is the manager's to check)."""
     try:
         return json.loads(raw)
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:  # not JSON, or nested too deeply to read
+        why = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
         raise CheckpointError("checkpoint_corrupt", f"the tool-result log {where} holds a "
-                              f"record that is not JSON ({exc}); delete it and resume",
+                              f"record that is not JSON ({why}); delete it and resume",
                               details={"where": where}) from None

@@ -37,7 +37,8 @@ __all__ = ["RedisTarget", "redis_errors", "safe_url", "validate_tenant", "key_pr
 
 #: A tenant name: lower-case letters, digits, '_' and '-' (no ':' or glob characters, so the
 #: ACL key pattern ``agentlab:<tenant>:*`` matches this tenant's keys and nobody else's).
-TENANT_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
+#: (``\Z``, not ``$``: ``$`` also matches before a trailing newline.)
+TENANT_RE = re.compile(r"\A[a-z0-9][a-z0-9_-]{0,63}\Z")
 
 
 def validate_tenant(tenant: object) -> str:

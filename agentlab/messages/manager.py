@@ -34,11 +34,12 @@ from __future__ import annotations
 
 import threading
 import time
+import warnings
 from typing import Any, Iterable
 
 from ..errors import ConfigError
 from ..knobs import fraction, positive_int
-from ..models import DEFAULT_MODEL, model_info
+from ..models import DEFAULT_MODEL, model_family, model_info
 from ..tokens import REPLY_PRIMING, count_message_tokens, count_messages_tokens, count_tools_tokens
 from .compression import compress, maybe_compress, note_position, set_note
 from .records import (NOTE_RE, CompressionRecord, copy_message, overflow_error, split_note,
@@ -48,15 +49,25 @@ __all__ = ["MessageManager", "STRATEGIES", "DEFAULT_MAX_TOKENS", "default_budget
 
 #: Compression strategies ``MessageManager`` understands.
 STRATEGIES = ("sliding_window", "summarize")
-#: The budget for a model the table does not know (the article's 120,000 tokens).
-DEFAULT_MAX_TOKENS = 120000
+#: The budget for a model neither the table nor its family rule knows: an 8,192-token window
+#: (the original gpt-4's, the smallest a chat model commonly serves) less 1,024 for the reply.
+#: Conservative on purpose: too small compresses early; too large (the article's 120,000) ends
+#: in the provider's 400 for an 8k model.
+DEFAULT_MAX_TOKENS = 8192 - 1024
 
 
 def default_budget(model: str) -> int:
     """Prompt tokens a request to ``model`` may use: its context window minus its output limit
-    (room for the reply), from ``agentlab.models``; ``DEFAULT_MAX_TOKENS`` for an unknown model."""
-    info = model_info(model)
+    (room for the reply), from ``agentlab.models`` -- the model's own entry, else its family's
+    (``agentlab.models.model_family``: ``gpt-4o-2099-01-01`` is a ``gpt-4o``). For any other
+    model ``DEFAULT_MAX_TOKENS``, with a warning saying how to give the real window."""
+    family = model_family(model)
+    info = model_info(family) if family is not None else None
     if info is None:
+        warnings.warn(f"model {model!r} is not in agentlab.models and extends no model there: "
+                      f"its budget is a conservative {DEFAULT_MAX_TOKENS:,} tokens; pass "
+                      "max_tokens=..., or call agentlab.models.register_model(name, "
+                      "context_window=..., max_output_tokens=...)", UserWarning, stacklevel=3)
         return DEFAULT_MAX_TOKENS
     return max(1, info.context_window - info.max_output_tokens)
 
@@ -86,7 +97,8 @@ class MessageManager:
         on_overflow: ``"report"`` (``over_budget``, ``check_budget()``) or ``"raise"``.
 
     ``max_tokens=None`` (default) takes ``default_budget(model)``: the model's context window
-    minus its output limit (111,616 for gpt-4o), or 120,000 for a model the table lacks.
+    minus its output limit (111,616 for gpt-4o), its family's for a dated or suffixed name,
+    else a warned, conservative ``DEFAULT_MAX_TOKENS`` (7,168).
 
     ``get_messages()`` returns fresh dicts each call (cheap shallow copies): replacing a key in
     them is safe, but do not mutate nested values such as ``tool_calls`` in place.
@@ -128,8 +140,8 @@ class MessageManager:
         self._tools: list[dict] = []
         self._tools_tokens = 0
         self.system_prompt = system_prompt
-        self.set_tools(tools)
         self.reset()
+        self.set_tools(tools)
 
     # -- state -------------------------------------------------------------------------
     def reset(self) -> None:
@@ -161,10 +173,13 @@ class MessageManager:
 
     def set_tools(self, tools: Iterable[dict] | None) -> None:
         """The tool schemas sent with every request (``registry.get_all_schemas()``): they are
-        counted in the budget (40 tools can take 2,000 tokens). The runtime calls this."""
+        counted in the budget (40 tools can take 2,000 tokens). The runtime calls this before
+        the first request of every run. A history the schemas push over the threshold is
+        compressed here, as if a message had arrived (a restored chat plus 40 tools)."""
         with self._lock:
             self._tools = [dict(t) for t in tools or []]
             self._tools_tokens = count_tools_tokens(self._tools, self.model)
+            maybe_compress(self)
 
     tools_tokens = property(lambda self: self._tools_tokens,
                             doc="Tokens the tool schemas add to every request.")

@@ -227,7 +227,10 @@ _SUFFIXES = ("", "_sum", "_count", "_total", "_created", "_bucket", "_info")
 def _recorded_families(metrics: list, builtin: list) -> list[tuple[str, str, str, list]]:
     """One gauge family per ``record_metric`` name (latest value per label set), named so it
     clashes with no family (or sample name) of the export's own."""
-    taken = {name + suffix for name, *_ in builtin for suffix in _SUFFIXES}
+    # a parser names counter ``x_total``'s family ``x`` (OpenMetrics): the stems are taken too
+    stems = {stem for name, *_ in builtin
+             for stem in (name, *(name[:-len(s)] for s in _SUFFIXES if s and name.endswith(s)))}
+    taken = {stem + suffix for stem in stems for suffix in _SUFFIXES}
     names: dict[str, str] = {}
     latest: dict[str, dict[tuple, float]] = {}
     for m in metrics:

@@ -54,7 +54,14 @@ from typing import Any
 
 from ..errors import AgentError
 
-__all__ = ["RunContext", "HOOK_EVENTS", "STREAM_EVENTS", "LAST_RUN_KEY"]
+__all__ = ["RunContext", "HOOK_EVENTS", "STREAM_EVENTS", "LAST_RUN_KEY", "idempotency_key"]
+
+
+def idempotency_key(run_id: str, tool_call_id: str) -> str:
+    """The key a side-effecting tool gets (``"<run_id>:<tool_call_id>"``): unique across runs
+    even when a server numbers its calls ``call_0, call_1`` in every conversation, and the same
+    for a call and its replay after a resume (chapter 11 keeps the run id)."""
+    return f"{run_id}:{tool_call_id}"
 
 #: Events a hook can subscribe to with ``AgentRuntime.on`` (``"*"`` subscribes to all).
 HOOK_EVENTS = ("run_start", "turn_start", "llm_start", "text", "llm_end", "refusal",

@@ -16,22 +16,30 @@ not know it is there.
   the cap, the call is not sent: the run ends ``EXHAUSTED`` with ``stopped_reason``
   ``"cost_budget ($0.05)"`` and an error with code ``cost_budget`` (spent, worst case, cap in
   its details). So the cap holds even when the next answer is as long as it can be.
+- **A call without reported usage is charged all the same** (``charged_usage``): a provider
+  that omits ``usage`` (or a field of it) still bills, so the missing counts come from the local
+  tokenizer -- the prompt as counted before the call (what was sent), the completion as
+  tokenised from the reply (text, refusal, each call's name and arguments). A cancelled model
+  call is charged for the prompt it sent (``charge_prompt``). So the cap holds with or without
+  usage, and ``cost_usd`` is never a silent 0.
 - A cap on a model without prices is refused when the runtime is built
   (``ConfigError("unpriced_model")``): the cap could not be kept.
 """
 from __future__ import annotations
 
+import json
 import math
-from typing import Any
+from typing import Any, Callable
 
 from ..errors import AgentError
 from ..models import DEFAULT_MODEL, cost_usd, model_info, require_prices
-from ..tokens import count_messages_tokens
+from ..tokens import count_messages_tokens, count_text_tokens
 from .context import RunContext
 from .gates import Gate, Stop, Verdict
 from .types import RunState
 
-__all__ = ["CostCap", "spent_usd", "worst_case_output_tokens", "COST_BUDGET"]
+__all__ = ["CostCap", "spent_usd", "worst_case_output_tokens", "COST_BUDGET", "prompt_tokens_sent",
+           "completion_tokens_of", "charged_usage", "charge_prompt"]
 
 #: The error code (and the start of ``stopped_reason``) of a run stopped by its cost cap.
 COST_BUDGET = "cost_budget"
@@ -46,6 +54,47 @@ def worst_case_output_tokens(llm: Any) -> int:
             return value
     info = model_info(getattr(llm, "model", DEFAULT_MODEL))
     return info.max_output_tokens if info is not None else 0
+
+
+def prompt_tokens_sent(rt: Any, msgs: list, tools: list | None) -> int:
+    """The prompt tokens of the request about to be sent, counted locally (the message
+    manager's cached count when it has one: the same number its budget uses)."""
+    count = getattr(rt.messages, "count_tokens", None)
+    if count is not None:
+        return int(count())
+    return count_messages_tokens(msgs, getattr(rt.llm, "model", DEFAULT_MODEL), tools)
+
+
+def completion_tokens_of(reply: Any, content: str, model: str) -> int:
+    """A reply's completion tokens, tokenised locally: its text, refusal, and each tool call's
+    name and arguments (as the provider counts what it generated)."""
+    texts = [content or "", getattr(reply, "refusal", None) or ""]
+    for call in getattr(reply, "tool_calls", None) or ():
+        texts += [call.name or "", getattr(call, "raw_arguments", "") or json.dumps(
+            getattr(call, "arguments", None) or {}, ensure_ascii=False)]
+    return sum(count_text_tokens(t, model) for t in texts if t)
+
+
+def charged_usage(reported: dict | None, prompt: int,
+                  completion: Callable[[], int]) -> tuple[dict, bool]:
+    """``(usage to charge, estimated?)``: the provider's counts where it reported them, the
+    local ones (``prompt``, ``completion()``) where it did not."""
+    usage = dict(reported or {})
+    estimated = False
+    if not isinstance(usage.get("prompt_tokens"), int) or usage["prompt_tokens"] < 0:
+        usage["prompt_tokens"], estimated = prompt, True
+    if not isinstance(usage.get("completion_tokens"), int) or usage["completion_tokens"] < 0:
+        usage["completion_tokens"], estimated = completion(), True
+    if estimated or not isinstance(usage.get("total_tokens"), int):
+        usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
+    return usage, estimated
+
+
+def charge_prompt(ctx: RunContext, turn: dict, prompt: int) -> None:
+    """Charge a model call that never answered (cancelled) for the prompt it sent."""
+    ctx.usage["prompt_tokens"] += prompt
+    ctx.usage["total_tokens"] += prompt
+    turn.update(prompt_tokens=prompt, usage_estimated=True)
 
 
 def spent_usd(llm: Any, ctx: RunContext) -> float | None:

@@ -196,11 +196,12 @@ class AgentRuntime:
         ctx = self._start_run(user_input, resume_from)  # raises before anything runs
         state, reason, error, closed = RunState.ERROR, "exception: unknown", None, False
         try:
+            tools = self._offer_tools()  # once per run, before the task joins the history:
+            # the budget counts the schemas (and compresses) whatever history is there
             if ctx.resumed_from is None:  # a resumed run has its history back already
                 self.messages.append({"role": "user", "content": user_input})
             yield from event(self, ctx, "run_start", run_id=ctx.run_id, input=user_input,
                              resumed_from=ctx.resumed_from, turn=ctx.turns)
-            tools = self._offer_tools()  # once per run; the message budget counts them
             if ctx.held_turn is not None:  # a turn a gate paused before its tools
                 yield from finish_held_turn(self, ctx)
             while True:

@@ -38,7 +38,8 @@ def turn_signature(calls: Iterable[Any]) -> str:
     """One signature for a whole turn, independent of the order of its (parallel) calls.
 
     ``calls`` are ``ToolCall``-like objects (``.name``, ``.arguments``; a call whose arguments
-    did not parse is keyed by its call id: never equal to another) or ``(name, arguments)`` pairs.
+    did not parse is keyed by its raw text: the same malformed call repeated is a loop like any
+    other, ~21k tokens until ``max_turns`` otherwise) or ``(name, arguments)`` pairs.
     """
     sigs = []
     for c in calls:
@@ -46,9 +47,10 @@ def turn_signature(calls: Iterable[Any]) -> str:
             name, args = c
         else:
             name = c.name
-            # garbled arguments carry nothing to compare (and never ran): key them by call id,
-            # so a transport glitch retried by the model does not look like a cycle
-            args = c.arguments if not getattr(c, "parse_error", None) else {"<unparsed>": c.id}
+            # garbled arguments have no parsed value: compare their text (a model retrying a
+            # glitch with other text is no loop; one repeating the same bad text is)
+            args = c.arguments if not getattr(c, "parse_error", None) else \
+                {"<unparsed>": getattr(c, "raw_arguments", "") or c.id}
         sigs.append(call_signature(name, args))
     return "\n".join(sorted(sigs))
 

@@ -22,7 +22,8 @@ from ..errors import AgentError
 from ..executor import ToolBatch, ToolExecutor, not_run, run_batch
 from ..llm.responses import ToolCall, parse_arguments
 from .cancel import Interrupted, call_unless_cancelled, iterate_unless_cancelled
-from .context import STREAM_EVENTS, RunContext
+from .context import STREAM_EVENTS, RunContext, idempotency_key
+from .cost import charge_prompt, charged_usage, completion_tokens_of, prompt_tokens_sent
 from .gates import Pause, Stop, ask, timeout_stop
 from .protocols import ModelReply
 from .types import RunState
@@ -53,6 +54,7 @@ def call_model(rt: Any, ctx: RunContext, tools: list | None, stream: bool, turn:
         min(ctx.remaining(), rt.config.step_timeout)
     _check_context(rt)
     msgs = rt.messages.get_messages()
+    sent = prompt_tokens_sent(rt, msgs, tools)  # charged if the provider reports no usage
     yield from event(rt, ctx, "llm_start", turn=ctx.turns, messages=len(msgs))
     t = time.monotonic()
     try:
@@ -62,14 +64,15 @@ def call_model(rt: Any, ctx: RunContext, tools: list | None, stream: bool, turn:
             resp = call_unless_cancelled(lambda: rt.llm.chat(
                 msgs, tools=tools, temperature=rt.config.temperature, timeout=timeout), ctx.cancel)
             content = resp.content or ""
-    except Interrupted:
+    except Interrupted:  # the provider bills what was sent
+        charge_prompt(ctx, turn, sent)
         raise Stop(RunState.CANCELLED, "cancelled") from None
     except AgentError as exc:
         if ctx.remaining() <= 0:  # the call ran into the run's deadline
             yield from record(rt, ctx, exc)
             raise timeout_stop(ctx, rt.config.max_total_time) from None
         raise Stop(RunState.ERROR, f"exception: {type(exc).__name__}", exc) from None
-    usage = _account(ctx, turn, resp, content, time.monotonic() - t)
+    usage = _account(rt, ctx, turn, resp, content, time.monotonic() - t, sent)
     yield from event(rt, ctx, "llm_end", turn=ctx.turns, finish_reason=ctx.finish_reason,
                      tool_calls=len(resp.tool_calls), usage=usage, duration_ms=turn["llm_ms"])
     yield from _stop_if_refused(rt, ctx, resp, content, turn)
@@ -158,7 +161,8 @@ def finish_held_turn(rt: Any, ctx: RunContext):
 
 
 def _execute(rt: Any, ctx: RunContext, calls: list, parallel: bool) -> list:
-    batch = ToolBatch(tuple(calls), parallel=parallel, deadline=ctx.deadline, cancel=ctx.cancel)
+    batch = ToolBatch(tuple(calls), parallel=parallel, deadline=ctx.deadline, cancel=ctx.cancel,
+                      key_prefix=idempotency_key(ctx.run_id, ""))  # unique across runs
     try:
         return run_batch(rt.executor, batch)
     except Exception as exc:  # the executor promises not to raise; stay valid if it does
@@ -167,13 +171,19 @@ def _execute(rt: Any, ctx: RunContext, calls: list, parallel: bool) -> list:
 
 
 # -- the turn's edges -----------------------------------------------------------------------
-def _account(ctx: RunContext, turn: dict, resp: ModelReply, content: str, took_s: float) -> dict:
-    """Add a reply's tokens to the run and its turn; note its finish reason and text."""
-    usage = dict(resp.usage or {})
+def _account(rt: Any, ctx: RunContext, turn: dict, resp: ModelReply, content: str,
+             took_s: float, sent: int) -> dict:
+    """Add a reply's tokens to the run and its turn (counted locally where the provider
+    reported none: ``cost.charged_usage``); note its finish reason and text."""
+    model = getattr(rt.llm, "model", "")
+    usage, estimated = charged_usage(resp.usage, sent,
+                                     lambda: completion_tokens_of(resp, content, model))
     for k in ctx.usage:
         ctx.usage[k] += int(usage.get(k) or 0)
-    turn.update(llm_ms=took_s * 1000, prompt_tokens=int(usage.get("prompt_tokens") or 0),
-                completion_tokens=int(usage.get("completion_tokens") or 0))
+    turn.update(llm_ms=took_s * 1000, prompt_tokens=usage["prompt_tokens"],
+                completion_tokens=usage["completion_tokens"])
+    if estimated:
+        turn["usage_estimated"] = True
     ctx.finish_reason = resp.finish_reason or ""
     ctx.last_content = content or ctx.last_content
     return usage
@@ -227,13 +237,21 @@ def _stop_if_refused(rt: Any, ctx: RunContext, resp: ModelReply, content: str, t
 
 
 def _check_context(rt: Any) -> None:
-    """Stop before a request that cannot fit the model's context (``context_overflow``)."""
+    """Stop before a request that cannot fit the model's context (``context_overflow``),
+    but only once a compression could not make it fit."""
     check_budget = getattr(rt.messages, "check_budget", None)
+    if check_budget is None:
+        return
     try:
-        if check_budget is not None:
-            check_budget()
+        check_budget()
     except AgentError as exc:
-        raise Stop(RunState.ERROR, "context_overflow", exc) from None
+        compress = getattr(rt.messages, "compress", None)
+        try:
+            if compress is None or compress() is None:
+                raise exc
+            check_budget()
+        except AgentError as still:
+            raise Stop(RunState.ERROR, "context_overflow", still) from None
 
 
 def new_turn(ctx: RunContext, **extra: Any) -> dict:

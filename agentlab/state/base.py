@@ -34,11 +34,13 @@ class BaseStateStore:
             return default
         try:
             return json.loads(text)
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:  # hostile text too: nested too deeply
             where = self._where(key)
-            raise StateError("state_corrupt", f"the stored value of {key!r} ({where}) is not valid "
-                             f"JSON ({exc}); delete it with clear({key!r}) or restore it from a "
-                             "backup.", details={"key": key, "where": where}) from exc
+            why = "nested too deeply to read" if isinstance(exc, RecursionError) else \
+                f"not valid JSON ({exc})"
+            raise StateError("state_corrupt", f"the stored value of {key!r} ({where}) is {why}; "
+                             f"delete it with clear({key!r}) or restore it from a backup.",
+                             details={"key": key, "where": where}) from None
 
     def clear(self, key: str | None = None) -> None:
         """Delete one key, or every key when ``key`` is None."""
