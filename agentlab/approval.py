@@ -28,21 +28,18 @@ decides -- even without this module attached, the executor refuses such a call
 """
 from __future__ import annotations
 
-import copy
-import inspect
 from datetime import datetime, timezone
 from typing import Any, Iterable
 
 from .errors import CheckpointError, ConfigError
 from .executor import ToolResult
 from .executor.batch import BatchExecutor, ToolBatch, run_batch
-from .tools.schema import IDEMPOTENCY_PARAM
 from .runtime.context import RunContext
 from .runtime.gates import Gate, Pause, Verdict
 from .runtime.types import RunState
 
 __all__ = ["Approval", "ApprovalExecutor", "record_decision", "pending_approvals",
-           "policy_arguments", "AWAITING_APPROVAL", "REJECTED"]
+           "AWAITING_APPROVAL", "REJECTED"]
 
 #: ``stopped_reason`` of a paused run.
 AWAITING_APPROVAL = "awaiting_approval"
@@ -50,31 +47,16 @@ AWAITING_APPROVAL = "awaiting_approval"
 REJECTED = "rejected"
 
 
-def policy_arguments(registry: Any, name: str, arguments: Any) -> Any:
-    """What an approval policy is asked about: the arguments the tool will really get --
-    validated (``registry.validate``) with the function's defaults filled in, so a policy on
-    ``amount > 100`` sees ``pay({})`` as ``amount=500``. Arguments that do not validate never
-    run (the executor refuses them); the policy sees them as sent."""
-    try:
-        args = registry.validate(name, copy.deepcopy(arguments))
-        params = inspect.signature(registry.get_function(name)).parameters.values()
-    except Exception:  # invalid, unknown, or a registry without these: as the model sent them
-        return arguments
-    keyword = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
-    return {**{p.name: p.default for p in params if p.kind in keyword
-               and p.default is not inspect.Parameter.empty and p.name != IDEMPOTENCY_PARAM},
-            **args}
-
-
 def pending_approvals(registry: Any, calls: Iterable[Any], decisions: dict) -> list[dict]:
     """The calls that need a decision and have none: ``[{"call_id", "tool", "arguments"}]``
-    (the arguments as the model sent them; the policy is asked about ``policy_arguments``)."""
+    (the arguments as the model sent them; ``requires_approval`` asks the policy about the
+    validated ones, with the function's defaults)."""
     needs = getattr(registry, "requires_approval", None)
     if needs is None:  # a registry without approvals (e.g. a test double)
         return []
     return [{"call_id": str(c.id), "tool": c.name, "arguments": c.arguments} for c in calls
             if str(c.id) not in decisions
-            and needs(c.name, policy_arguments(registry, c.name, c.arguments))]
+            and needs(c.name, c.arguments)]
 
 
 class Approval(Gate):

@@ -170,6 +170,10 @@ def test_a_policy_sees_the_validated_arguments_with_their_defaults(tmp_path):
     assert [p["tool"] for p in r.pending_approvals] == ["pay"]
     llm = sim.Simulator(sim.Script([sim.call("pay", {"amount": 50}), sim.text("ok")])).llm()
     assert runtime(llm, reg).run("pay a little").state is RunState.FINISHED and paid == [50]
+    llm = sim.Simulator(sim.Script([sim.call("pay", {}), sim.text("ok")])).llm()
+    bare = AgentRuntime(llm, reg).run("pay the bill")  # no Approval gate: the executor refuses
+    assert [c["error_code"] for c in bare.tool_calls_made] == ["approval_required"]
+    assert paid == [50]  # pay({}) never ran
 
 
 def test_without_checkpoints_the_run_pauses_and_approve_says_what_is_missing():

@@ -137,14 +137,30 @@ class ToolRegistry:
         return dict(self._require(name).options)
 
     def requires_approval(self, name: str, arguments: dict | None = None) -> bool:
-        """Whether this call must wait for a human (False for an unknown tool: it cannot run)."""
+        """Whether this call must wait for a human (False for an unknown tool: it cannot run).
+
+        A policy is asked about the arguments the tool will really get: validated, with the
+        function's defaults filled in, so a policy on ``amount > 100`` sees ``pay({})`` as
+        ``amount=500``. Arguments that do not validate never run; the policy sees them as sent.
+        """
         policy = self._approval.get(name, False)
         if not callable(policy):
             return bool(policy)
         try:
-            return bool(policy(dict(arguments or {})))
+            return bool(policy(self._policy_arguments(name, dict(arguments or {}))))
         except Exception:  # a broken policy must not let a call through unreviewed
             return True
+
+    def _policy_arguments(self, name: str, arguments: dict) -> dict:
+        try:
+            args = self.validate(name, copy.deepcopy(arguments))
+        except ToolError:  # invalid: it will be refused before it runs
+            return arguments
+        keyword = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+        params = inspect.signature(self.get_function(name)).parameters.values()
+        defaults = {p.name: p.default for p in params if p.kind in keyword
+                    and p.default is not inspect.Parameter.empty and p.name != IDEMPOTENCY_PARAM}
+        return {**defaults, **args}
 
     def validate(self, name: str, arguments: dict | None) -> dict:
         """Check model-supplied ``arguments``; return them converted for the function.
