@@ -42,6 +42,25 @@ def no_network(monkeypatch):
 
 
 # -- chapter 13: a real Redis server (never a mock), started once per test session
+class OnlyExecute:
+    """A user's executor written against execute/execute_parallel alone (no cancel, no run)."""
+
+    def __init__(self, inner):
+        self.inner = inner
+
+    def execute(self, calls, timeout=None):
+        return self.inner.execute(calls, timeout=timeout)
+
+    def execute_parallel(self, calls, timeout=None):
+        return self.inner.execute_parallel(calls, timeout=timeout)
+
+
+@pytest.fixture
+def only_execute():
+    """The ``OnlyExecute`` wrapper class (an executor that knows nothing of cancel or batches)."""
+    return OnlyExecute
+
+
 @pytest.fixture(scope="session")
 def redis_server():
     """A ``redis-server`` on a free loopback port, persistence off; stopped at the end.

@@ -33,19 +33,6 @@ def registry() -> ToolRegistry:
     return reg
 
 
-class OnlyExecute:
-    """A user's executor written against execute/execute_parallel alone (no cancel, no run)."""
-
-    def __init__(self, inner):
-        self.inner = inner
-
-    def execute(self, calls, timeout=None):
-        return self.inner.execute(calls, timeout=timeout)
-
-    def execute_parallel(self, calls, timeout=None):
-        return self.inner.execute_parallel(calls, timeout=timeout)
-
-
 def cancelled_run(rt: AgentRuntime) -> float:
     """Cancel ``rt``'s run 0.1 s into its tool; returns the seconds from the cancel to run()'s
     return. The clock starts at the tool, not at run(): on a loaded machine the model call
@@ -84,10 +71,10 @@ def test_approval_gate_attached(tmp_path):
 
 
 @pytest.mark.parametrize("checkpoints", [False, True])
-def test_a_foreign_executor_without_cancel(tmp_path, checkpoints):
+def test_a_foreign_executor_without_cancel(tmp_path, checkpoints, only_execute):
     reg = registry()
     cm = CheckpointManager(tmp_path) if checkpoints else None
-    assert cancelled_run(build(reg, OnlyExecute(ToolExecutor(reg)), checkpoints=cm)) < BOUND_S
+    assert cancelled_run(build(reg, only_execute(ToolExecutor(reg)), checkpoints=cm)) < BOUND_S
 
 
 def test_the_fleet_guard_stack(tmp_path, redis_url):

@@ -118,6 +118,12 @@ def test_tool_rows_carry_the_enforced_timeout_false_kills_and_waste(monkeypatch)
     run = res.runs.iloc[0]
     assert run["false_kills"] == 2 and run["tool_timeouts"] == 4
     assert 3.5 <= run["wasted_s"] <= 6.0  # four calls, each cut at about 1 s
+    # the same, decided and replayed on the simulated clock (issue 20: load cannot change it)
+    slow, hang = calls.loc[("slow", 1)], calls.loc[("hang", 1)]
+    assert slow["sim_duration_ms"] == 1000.0 and hang["sim_wasted_ms"] == 1000.0
+    assert bool(slow["sim_false_kill"]) and not hang["sim_false_kill"]
+    assert (run["sim_timeouts"], run["sim_false_kills"], run["sim_wasted_s"]) == (4, 2, 4.0)
+    assert run["clock_overrides"] == 0
 
 
 @pytest.fixture

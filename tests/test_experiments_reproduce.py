@@ -13,7 +13,7 @@ import sys
 import pandas as pd
 import pytest
 
-from agentlab.experiments import (LOAD_SENSITIVE, MEASURED, WORKLOADS, Experiment,
+from agentlab.experiments import (LOAD_SENSITIVE, MEASURED, Experiment,
                                   comparison_metrics)
 from agentlab.experiments.workloads import SimulatedTimeouts
 from agentlab.sim.tool_latency import Constant, Hanging, replay
@@ -56,23 +56,6 @@ def test_simulated_timeouts_decide_as_replay_does():
     assert [k for _, k in got] == expected.killed
     assert [t for t, _ in got] == expected.timeouts_s
     assert policy.decision("api", 3) == got[3] and policy.decision("api", 99) is None
-
-
-def test_a_killed_call_is_decided_by_the_simulated_clock_and_replayed(monkeypatch):
-    monkeypatch.setitem(WORKLOADS, "test_kills", lambda seed, warmup: {
-        "slow": Constant(2000), "hang": Hanging(Constant(10), hang_rate=1.0)})
-    exp = Experiment(grid={"timeouts": ["fixed"]}, seeds=1, tasks=["tools"],
-                     settings={"workload": "test_kills", "turns": 2, "time_scale": 0.01,
-                               "fixed_timeout_s": 1.0})
-    res = exp.run(workers=1, progress=False)
-    calls = res.tool_calls.set_index(["tool", "turn"])
-    slow, hang = calls.loc[("slow", 1)], calls.loc[("hang", 1)]
-    assert slow["outcome"] == "tool_timeout" and slow["sim_duration_ms"] == 1000.0
-    assert bool(slow["sim_false_kill"]) and not hang["sim_false_kill"]
-    assert math.isinf(hang["true_ms"]) and hang["sim_wasted_ms"] == 1000.0
-    run = res.runs.iloc[0]
-    assert (run["sim_timeouts"], run["sim_false_kills"], run["sim_wasted_s"]) == (4, 2, 4.0)
-    assert run["clock_overrides"] == 0
 
 
 def test_comparison_metrics_leave_out_keys_settings_measured_and_load_sensitive():

@@ -152,22 +152,12 @@ def test_cancel_during_a_parallel_batch_interrupts_both_tools():
     assert_valid_for_a_follow_up(rt)
 
 
-def test_cancel_during_a_serial_tool_and_through_a_wrapped_executor():
-    class Wrapper:  # an executor that knows nothing of cancel=
-        def __init__(self, inner):
-            self.inner = inner
-
-        def execute(self, calls, timeout=None):
-            return self.inner.execute(calls, timeout=timeout)
-
-        def execute_parallel(self, calls, timeout=None):
-            return self.inner.execute_parallel(calls, timeout=timeout)
-
+def test_cancel_during_a_serial_tool_and_through_a_wrapped_executor(only_execute):
     for wrap in (False, True):
         rt, _ = runtime(tools_then_text(("slow", "a"), ("fast", "b")),
                         config=RuntimeConfig(parallel_tool_calls=False, tool_timeout=30.0))
         if wrap:
-            rt.executor = Wrapper(rt.executor)
+            rt.executor = only_execute(rt.executor)  # knows nothing of cancel=
         threading.Timer(0.2, rt.cancel).start()
         t0 = time.monotonic()
         r = rt.run("task")
