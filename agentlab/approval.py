@@ -33,7 +33,7 @@ from typing import Any, Iterable
 
 from .errors import CheckpointError, ConfigError
 from .executor import ToolResult
-from .executor.batch import BatchExecutor, ToolBatch, run_batch
+from .executor.batch import ExecutorWrapper, ToolBatch, run_batch
 from .runtime.context import RunContext
 from .runtime.gates import Gate, Pause, Verdict
 from .runtime.types import RunState
@@ -97,18 +97,13 @@ class Approval(Gate):
         return record_decision(store, run_id, call_id, approved=approved, reason=reason)
 
 
-class ApprovalExecutor(BatchExecutor):
+class ApprovalExecutor(ExecutorWrapper):
     """The runtime's executor, guarded: a rejected call gets a rejection result instead of
     running; the approved ones go on with their ids in ``batch.approved`` (without which the
     inner ``ToolExecutor`` refuses a gated call). Other attributes are the inner one's."""
 
     def __init__(self, inner: Any, approval: Approval) -> None:
         self.inner, self.approval = inner, approval
-
-    def __getattr__(self, name: str) -> Any:  # max_workers, results_to_messages, ...
-        if name.startswith("_") or name == "inner":
-            raise AttributeError(name)
-        return getattr(self.inner, name)
 
     def run(self, batch: ToolBatch) -> list:
         ctx = self.approval.runtime.context if self.approval.runtime is not None else None

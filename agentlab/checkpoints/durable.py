@@ -47,7 +47,7 @@ from typing import Any
 
 from ..errors import AgentError, CheckpointError, ConfigError
 from ..executor import ToolResult
-from ..executor.batch import BatchExecutor, ToolBatch, run_batch
+from ..executor.batch import ExecutorWrapper, ToolBatch, run_batch
 from ..redaction import client_api_key, register_secret
 from ..runtime.context import LAST_RUN_KEY, RunContext, idempotency_key
 from .resume_checks import check_metadata, same_task, task_digest
@@ -227,7 +227,7 @@ class DurableRuns:
                                  f"{exc}. The run goes on; a resume may repeat this work"))
 
 
-class DurableExecutor(BatchExecutor):
+class DurableExecutor(ExecutorWrapper):
     """The runtime's executor with a durable log: replays logged calls, records the rest.
 
     Wraps ``inner`` (the runtime's executor); other attributes are the inner one's. The calls
@@ -237,11 +237,6 @@ class DurableExecutor(BatchExecutor):
 
     def __init__(self, inner: Any, runs: DurableRuns) -> None:
         self.inner, self.runs = inner, runs
-
-    def __getattr__(self, name: str) -> Any:  # max_workers, abandoned_threads, ...
-        if name.startswith("_") or name == "inner":
-            raise AttributeError(name)
-        return getattr(self.inner, name)
 
     def run(self, batch: ToolBatch) -> list:
         ctx, runs = self.runs.runtime.context, self.runs

@@ -30,7 +30,7 @@ from typing import Any, Callable, Iterable
 from .results import OnResult, ToolResult, not_run
 from .threads import WorkerPool
 
-__all__ = ["ToolBatch", "BatchExecutor", "run_batch", "POLL_S"]
+__all__ = ["ToolBatch", "BatchExecutor", "ExecutorWrapper", "run_batch", "POLL_S"]
 
 logger = logging.getLogger(__name__)
 
@@ -115,6 +115,18 @@ class BatchExecutor:
                          **options: Any) -> list:
         """Run the calls at once where the executor can (``options``: ``ToolBatch`` fields)."""
         return self.run(ToolBatch.of(tool_calls, timeout, parallel=True, **options))
+
+
+class ExecutorWrapper(BatchExecutor):
+    """A ``BatchExecutor`` around another executor, ``self.inner``: the attributes it does not
+    define itself (``max_workers``, ``results_to_messages``, ...) are the inner one's."""
+
+    inner: Any
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_") or name == "inner":  # never recurse before inner is set
+            raise AttributeError(name)
+        return getattr(self.inner, name)
 
 
 def run_batch(executor: Any, batch: ToolBatch) -> list:
