@@ -66,6 +66,18 @@ def test_without_an_output_cap_the_worst_case_is_the_models_longest_answer():
     assert r.cost_usd == 0.0
 
 
+def test_a_cap_set_or_changed_after_construction_holds():
+    worst = cost_usd("gpt-4o", 0, 16384)
+    s = sim.Simulator(sim.Script([sim.text("hi")]))
+    rt = AgentRuntime(s.llm(), ToolRegistry())
+    rt.config.max_cost_usd = worst * 0.9  # set after construction, as a notebook cell would
+    r = rt.run("x")
+    assert (r.state, r.turns, s.requests) == (RunState.EXHAUSTED, 0, [])
+    rt.config.max_cost_usd = worst * 10  # raised: the same gate follows the config
+    assert rt.run("y").state is RunState.FINISHED
+    assert sum(type(g).__name__ == "CostCap" for g in rt.gates) == 1
+
+
 def test_a_cap_needs_a_priced_model_and_a_positive_budget():
     register_model("my-local-model", context_window=8192, max_output_tokens=1024)
     try:

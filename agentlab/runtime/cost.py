@@ -108,16 +108,26 @@ class CostCap(Gate):
     """Stops the run before a model call whose worst case would exceed ``cap`` dollars.
 
     ``runtime`` gives the model client (its name and output cap), the conversation and the
-    tool schemas: what the next request will cost at most."""
+    tool schemas: what the next request will cost at most. With ``cap=None`` the gate follows
+    ``runtime.config.max_cost_usd`` as it is at each check (the runtime's own cap: setting the
+    config after construction still holds)."""
 
     name = "cost_cap"
 
-    def __init__(self, runtime: Any, cap: float) -> None:
+    def __init__(self, runtime: Any, cap: float | None = None) -> None:
         require_prices(getattr(runtime.llm, "model", DEFAULT_MODEL))  # else it cannot be kept
         self.runtime, self.cap = runtime, cap
 
+    @property
+    def follows_config(self) -> bool:
+        """True for the runtime's own cap (``RuntimeConfig.max_cost_usd``)."""
+        return self.cap is None
+
     def before_model(self, ctx: RunContext) -> Verdict:
-        rt, cap = self.runtime, self.cap
+        rt = self.runtime
+        cap = rt.config.max_cost_usd if self.cap is None else self.cap
+        if cap is None:  # the config's cap was removed after construction
+            return None
         model = getattr(rt.llm, "model", DEFAULT_MODEL)
         count = getattr(rt.messages, "count_tokens", None)
         prompt = count() if count is not None else count_messages_tokens(

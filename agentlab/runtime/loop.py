@@ -106,7 +106,7 @@ class AgentRuntime:
         self.hooks = Hooks()
         self.gates: list[Gate] = [Budgets(self), LoopGuard(self)]
         if self.config.max_cost_usd is not None:  # a cap needs prices: CostCap checks
-            self.add_gate(CostCap(self, self.config.max_cost_usd))
+            self.add_gate(CostCap(self))  # follows config.max_cost_usd
         self._resume: Resumer | None = None
         self._cancel = threading.Event()
         self._busy = threading.Lock()
@@ -257,6 +257,9 @@ class AgentRuntime:
         if resume_from is not None and self._resume is None:
             raise ConfigError("not_supported", "resume_from needs something attached that can "
                               "resume a run, e.g. checkpoints= (chapter 11)")
+        if self.config.max_cost_usd is not None and not any(
+                isinstance(g, CostCap) and g.follows_config for g in self.gates):
+            self.add_gate(CostCap(self))  # the cap was set after construction: it still holds
         if not self._busy.acquire(blocking=False):
             raise ConfigError("already_running", "this runtime is already running; use one "
                               "AgentRuntime per concurrent run")
