@@ -18,11 +18,12 @@ from .edits import (AppendMessage, Edit, EditMessage, ReplaceToolResult, SetConf
 from .fork import Fork, continue_fork, fork, lineage
 from .history import Revision, format_history, history, load_revision
 from .replay import REEXECUTION_REQUIRED, ReplayOutcome, replay
+from .sweep import SweepResult, counterfactual_sweep
 
 __all__ = [
     "Revision", "history", "load_revision", "format_history",
     "Edit", "EditMessage", "AppendMessage", "ReplaceToolResult", "SetModel", "SetConfig",
     "apply_edits", "Fork", "fork", "continue_fork", "lineage",
     "CapabilitySnapshot", "IncompatibleRunError", "snapshot", "differences", "check_compatible",
-    "replay", "ReplayOutcome", "REEXECUTION_REQUIRED",
+    "replay", "ReplayOutcome", "REEXECUTION_REQUIRED", "counterfactual_sweep", "SweepResult",
 ]
