@@ -29,7 +29,7 @@ from ..checkpoints.document import Checkpoint
 from ..checkpoints.resume_checks import task_digest
 from ..errors import CheckpointError
 
-__all__ = ["CapabilitySnapshot", "IncompatibleRunError", "snapshot", "differences",
+__all__ = ["CapabilitySnapshot", "IncompatibleRunError", "snapshot", "differences", "tool_version",
            "check_compatible", "saved_snapshot", "CATEGORIES"]
 
 #: What ``allow=`` may name.
@@ -47,7 +47,8 @@ def _digest(value: Any) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
-def _version(fn: Any) -> str:
+def tool_version(fn: Any) -> str:
+    """A tool's version: its ``__version__`` when it declares one, else a digest of its source."""
     declared = getattr(fn, "__version__", None)
     if declared is not None:
         return str(declared)
@@ -63,7 +64,7 @@ def snapshot(runtime: Any) -> dict:
     tools, effects, approval = {}, [], []
     for name in reg.list_tools():
         tools[name] = {"schema": _digest(reg.get_schema(name)),
-                       "version": _version(reg.get_function(name))}
+                       "version": tool_version(reg.get_function(name))}
         if reg.get_options(name).get("side_effects"):
             effects.append(name)
         if reg.requires_approval(name, {}):

@@ -113,6 +113,6 @@ def counterfactual_sweep(cm: Any, run_ids: Iterable[str], revision: int,
                     base, out.values(label, metric), metric=metric, confidence=confidence,
                     labels=(labels[0], label)))
     for w in {str(w.message): w for w in caught}.values():  # each warning once, not per metric
-        warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+        warnings.warn(w.message, w.category, stacklevel=2)
     out.p_holm = holm([c.p_value for c in out.comparisons])
     return out

@@ -20,6 +20,7 @@ import ipywidgets as w
 from .. import sim
 from ..research import SYSTEM_PROMPT, research_tools
 from ..runtime import AgentRuntime, RuntimeConfig
+from ..timetravel.compat import tool_version
 from ..timetravel import (AppendMessage, CapabilitySnapshot, ReplaceToolResult, SetConfig,
                           continue_fork, fork, history, load_revision)
 from ..viz.timetravel import plot_timeline
@@ -49,7 +50,8 @@ def count_calls(registry: Any, ran: Counter) -> Any:
 
         counted.__signature__ = inspect.signature(fn)  # type: ignore[attr-defined]
         counted.__doc__, counted.__annotations__ = fn.__doc__, getattr(fn, "__annotations__", {})
-        counted.__version__ = "counted:" + name  # type: ignore[attr-defined]
+        # counting is instrumentation, not a new tool: the same version as the wrapped one
+        counted.__version__ = tool_version(fn)  # type: ignore[attr-defined]
         registry.register(counted, name=name, replace=True, side_effects=opts["side_effects"],
                           timeout=opts["timeout"])
     return registry
