@@ -88,13 +88,16 @@ def test_a_finished_answer_cannot_be_forked_without_a_change(store, tmp_path):
 
 
 @pytest.mark.parametrize("kind", ["sqlite", "redis"])
-def test_history_through_other_stores(kind, tmp_path, request):
+def test_history_through_other_stores(kind, tmp_path, request, capsys):
     store = "sqlite" if kind == "sqlite" else request.getfixturevalue("redis_url")
     cm = CheckpointManager(tmp_path / "cp", auto_save_interval=1, max_checkpoints=None, store=store)
     run_id = research(cm, tmp_path / "out").run(TASK).run_id
     assert [r.turn for r in tt.history(cm, run_id)] == list(range(7))
     f = tt.fork(cm, run_id, 3)
     assert tt.history(cm, f.run_id)[0].parent["revision"] == 3
+    where = str(tmp_path / "cp" / "checkpoints.db") if kind == "sqlite" else store
+    assert cli.main(["runs", "history", f.run_id, "--store", where]) == 0
+    assert "forked from run" in capsys.readouterr().out
 
 
 def test_cli_runs_history(store, tmp_path, capsys):

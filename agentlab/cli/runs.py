@@ -57,14 +57,11 @@ def format_runs(records: list[dict]) -> list[str]:
 
 
 def _history(args: argparse.Namespace) -> int:
-    from ..checkpoints import CheckpointManager  # lazy: only this action needs them
+    from ..fleet.decisions import checkpoint_manager  # lazy: only this action needs them
     from ..timetravel import format_history, history
 
-    store = args.store or os.environ.get("AGENTLAB_REDIS_URL") or ".agent_checkpoints"
-    url = "://" in store
-    cm = CheckpointManager(".agent_checkpoints" if url else store,
-                           store=store if url or store.endswith((".db", ".sqlite", ".sqlite3"))
-                           else None)
+    cm = checkpoint_manager(args.store or os.environ.get("AGENTLAB_REDIS_URL")
+                            or ".agent_checkpoints")
     revisions = history(cm, args.run_id)
     lines = [json.dumps(r.as_dict()) for r in revisions] if args.json else \
         format_history(revisions)
