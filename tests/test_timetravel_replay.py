@@ -99,3 +99,17 @@ def test_a_fork_must_run_with_the_policy_it_declares(finished, tmp_path):
     ok = continue_fork(cm, f, AgentRuntime(llm(), tools(Counter()), checkpoints=cm,
                                            config=RuntimeConfig(tool_timeout=5.0)))
     assert ok.ok and ok.run_id == f.run_id
+
+
+def test_a_tool_gated_by_approval_is_held_too(finished):
+    cm, original = finished
+    ran = Counter()
+    reg = tools(ran)
+    reg.register(reg.get_function("search"), name="search", replace=True, requires_approval=True)
+    plan = [sim.call("search", {"query": "other"}), sim.text("done")]
+    out = replay(cm, original.run_id, sim.Simulator(sim.Script(plan)).llm(), reg,
+                 allow=("tools", "policy"))
+    assert out.stopped and [p["tool"] for p in out.needs_approval] == ["search"] and ran == {}
+    ok = replay(cm, original.run_id, sim.Simulator(sim.Script(plan)).llm(), reg,
+                allow=("tools", "policy"), approve=[out.needs_approval[0]["call_id"]])
+    assert ok.result.ok and ran == {"search": 1}

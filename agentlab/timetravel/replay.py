@@ -12,7 +12,8 @@ again". ``replay(cm, run_id, llm, registry)``:
 3. answers every tool call found in the source run's durable log (chapter 11's
    ``ToolResultLog.find``: by id, else by name and arguments) from the log, without running
    it; a call the log does not have runs if its tool is read-only, and if its tool has side
-   effects, the turn is held by the ``ReplayGate`` *before any of its calls runs*: the replay
+   effects (or chapter 13's approval policy gates it: ``requires_approval``), the turn is held
+   by the ``ReplayGate`` *before any of its calls runs*: the replay
    ends ``PAUSED`` with ``stopped_reason="reexecution_required"`` and the calls in
    ``pending_approvals`` -- chapter 13's pause and its ``{"call_id", "tool", "arguments"}``
    records. Re-execution is authorised again by replaying with ``approve=[call ids]`` (or
@@ -104,10 +105,16 @@ class ReplayGate(Gate):
         self.approved, self.approve_all = frozenset(map(str, approve)), approve_all
 
     def needs_approval(self, call: Any) -> bool:
+        """Not in the log, not approved, and a side effect (or gated by chapter 13's policy)."""
         if self.approve_all or str(call.id) in self.approved or call.name not in self.registry:
             return False
-        return bool(self.registry.get_options(call.name).get("side_effects")) \
-            and self.log.find(call, claim=False) is None
+        gated = self.registry.get_options(call.name).get("side_effects") \
+            or self.registry.requires_approval(call.name, call.arguments)
+        return bool(gated) and self.log.find(call, claim=False) is None
+
+    def approved_ids(self, calls: list) -> frozenset:
+        """The ids a batch may carry as approved: the ones named, or all with approve_all."""
+        return frozenset(str(c.id) for c in calls if self.approve_all or str(c.id) in self.approved)
 
     def before_tools(self, ctx: Any, calls: list) -> Verdict:
         pending = [{"call_id": str(c.id), "tool": c.name, "arguments": c.arguments}
@@ -137,7 +144,7 @@ class ReplayExecutor(ExecutorWrapper):
         todo = [c for c, r in zip(batch.calls, results) if r is None]
         self.replayed += sum(isinstance(r, ReplayedResult) for r in results)
         if todo:
-            approved = batch.approved | frozenset(str(c.id) for c in todo)
+            approved = batch.approved | self.gate.approved_ids(todo)  # re-authorised only
             ran = iter(run_batch(self.inner, batch.replace(calls=todo, approved=approved)))
             self.executed += [f"{c.name}({c.id})" for c in todo]
             results = [r if r is not None else next(ran) for r in results]
