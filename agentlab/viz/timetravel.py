@@ -36,6 +36,8 @@ def plot_timeline(runs: Mapping[str, Sequence[Any]], *, fork_turn: int | None = 
     if fork_turn is not None:
         ax.axvline(fork_turn, color="#37474f", ls="--", lw=1)
         ax.text(fork_turn, ax.get_ylim()[1] * 0.97, " fork point", va="top", fontsize=8)
+    ax.set_title("a run's revisions" + (" and its fork" if len(runs) > 1 else ""), loc="left",
+                 fontsize=10)
     ax.set_xlabel("turn (numbers: revision)")
     ax.set_ylabel("tokens so far")
     ax.legend(loc="upper left", fontsize=8, frameon=False)
