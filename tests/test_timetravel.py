@@ -110,3 +110,26 @@ def test_cli_runs_history(store, tmp_path, capsys):
     assert [r["revision"] for r in rows] == list(range(1, 8))
     assert cli.main(["runs", "history", "nope", "--store", str(tmp_path / "cp")]) == 2
     assert "no checkpoint of run 'nope'" in capsys.readouterr().err
+
+
+def test_a_paused_revision_lists_its_pending_calls(store):
+    from agentlab import AgentRuntime, ToolRegistry
+    from agentlab.approval import Approval
+
+    reg = ToolRegistry()
+
+    def pay(amount: int) -> str:
+        """Pay."""
+        return "paid"
+
+    reg.register(pay, side_effects=True, requires_approval=True)
+    plan = [sim.call("pay", {"amount": 5}), sim.text("done")]
+    rt = AgentRuntime(sim.Simulator(sim.Script(plan)).llm(), reg, checkpoints=store,
+                      extensions=[Approval()])
+    paused = rt.run("pay 5")
+    call_id = paused.pending_approvals[0]["call_id"]
+    rt.approve(paused.run_id, call_id)
+    revs = tt.history(store, paused.run_id)
+    assert [r.state for r in revs] == ["start", "paused", "paused"]
+    assert revs[1].pending_calls == [f"pay({call_id})"] and revs[1].changes == "paused"
+    assert revs[2].changes == f"decision on {call_id}; paused"
