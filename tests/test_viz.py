@@ -28,6 +28,7 @@ from agentlab.messages import MessageManager, synthetic_history  # noqa: E402
 from agentlab.observe import AgentObserver  # noqa: E402
 from agentlab.sim.tool_latency import LogNormal, replay  # noqa: E402
 from agentlab.timeouts import AdaptiveTimeoutManager  # noqa: E402
+from agentlab.timetravel import Revision  # noqa: E402
 from agentlab.tools import ToolRegistry  # noqa: E402
 
 DEPS = {"search": [], "read1": ["search"], "read2": ["search"], "sum": ["read1", "read2"]}
@@ -161,6 +162,11 @@ SAMPLES = {
         [{"turn": 1, "runs": 3, "prompt_tokens": 300, "completion_tokens": 20,
           "mean_usd": 0.001, "min_usd": 0.0009, "max_usd": 0.0012}], model="gpt-4o"),
     "plot_tool_latency": lambda: viz.plot_tool_latency(_observer(failed=True)),
+    "plot_timeline": lambda: viz.plot_timeline(
+        {"original": [Revision("r", i + 1, "c", i, "interval", "", 2, 100 * i, None)
+                      for i in range(4)],
+         "fork": [Revision("f", i, "c", i + 1, "interval", "", 2, 90 * (i + 1), None)
+                  for i in range(1, 3)]}, fork_turn=1, selected=2),
 }
 
 

@@ -28,7 +28,7 @@ COMMANDS: dict[str, str] = {
     "report": "write a markdown report (tables and plots) of a sweep's results",
     "worker": "start a fleet worker (Celery + Redis, chapter 13) that executes agent runs",
     "submit": "submit a task to the fleet as a run (--wait: until it ends)",
-    "runs": "list, show, approve, reject or cancel the fleet's runs",
+    "runs": "list, show, approve, reject or cancel the fleet's runs; a run's history",
 }
 
 EPILOG = """\

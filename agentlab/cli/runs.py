@@ -5,14 +5,18 @@
     agentlab runs approve RUN_ID [CALL_ID]   # let a paused call run (all pending ones if no id)
     agentlab runs reject RUN_ID [CALL_ID] --reason "..."
     agentlab runs cancel RUN_ID              # queued: never starts; running: stops at a turn
+    agentlab runs history RUN_ID [--store S] [--json]  # its revisions (chapter 16)
 
-Configuration by environment (``AGENTLAB_REDIS_URL``). Exit code 2 with one line when Redis
+Configuration by environment (``AGENTLAB_REDIS_URL``). ``history`` reads any checkpoint store:
+``--store`` is a folder of JSON checkpoints, a ``.db`` file or a ``redis://`` URL (default: the
+fleet's, ``AGENTLAB_REDIS_URL``, when set, else ``.agent_checkpoints``). Exit code 2 with one line when Redis
 cannot be reached or the run is unknown.
 """
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 
 from ..errors import AgentError
@@ -22,7 +26,7 @@ __all__ = ["add_parser", "run", "format_runs"]
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("runs", help="list, show, approve, reject or cancel fleet runs")
+    p = sub.add_parser("runs", help="list, show, approve, reject or cancel fleet runs; history of a run")
     actions = p.add_subparsers(dest="action", metavar="ACTION", required=True)
     ls = actions.add_parser("list", help="the runs, oldest first")
     ls.add_argument("--limit", type=int, default=50, help="the last N runs (50)")
@@ -35,6 +39,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                        help="the pending call (default: every pending call)")
         if name == "reject":
             a.add_argument("--reason", default="", help="told to the model as the tool result")
+    h = actions.add_parser("history", help="a run's revisions in a checkpoint store")
+    h.add_argument("run_id")
+    h.add_argument("--store", default=None, help="folder, .db file or redis:// URL")
+    h.add_argument("--json", action="store_true", help="one JSON object per revision")
     p.set_defaults(func=run)
 
 
@@ -48,7 +56,26 @@ def format_runs(records: list[dict]) -> list[str]:
     return lines
 
 
+def _history(args: argparse.Namespace) -> int:
+    from ..fleet.decisions import checkpoint_manager  # lazy: only this action needs them
+    from ..timetravel import format_history, history
+
+    cm = checkpoint_manager(args.store or os.environ.get("AGENTLAB_REDIS_URL")
+                            or ".agent_checkpoints")
+    revisions = history(cm, args.run_id)
+    lines = [json.dumps(r.as_dict()) for r in revisions] if args.json else \
+        format_history(revisions)
+    print("\n".join(lines))
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
+    if args.action == "history":
+        try:
+            return _history(args)
+        except AgentError as exc:
+            print(f"agentlab runs: {exc.message}", file=sys.stderr)
+            return 2
     try:
         fleet = Fleet()
         if args.action == "list":

@@ -18,14 +18,15 @@ from .checkpoints import *  # noqa: F401,F403
 from .experiments import *  # noqa: F401,F403
 from .state import *  # noqa: F401,F403
 from .states import *  # noqa: F401,F403
+from .timetravel import *  # noqa: F401,F403
 
 
 from . import (  # noqa: E402  (the submodules, to collect their __all__)
     llm, timeouts, dag, executor, messages, observe, runtime, checkpoints, state, states,
-    experiments,
+    experiments, timetravel,
 )
 
 __all__ = [name for module in (
     llm, timeouts, dag, executor, messages, observe, runtime, checkpoints, state, states,
-    experiments,
+    experiments, timetravel,
 ) for name in module.__all__]

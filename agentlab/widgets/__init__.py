@@ -21,6 +21,7 @@ Next to each widget is the plain function it runs, for deterministic prints in n
 11     ``kill_point_explorer()``   ``kill_and_resume()``, ``format_kill_and_resume()``
 12     ``latency_explorer()``      ``observe_runs()``, ``tool_percentiles()``, ``cost_per_turn()``
 14     ``sweep_explorer()``        ``small_sweep()``
+16     ``timeline_explorer()``     ``revision_view()``, ``fork_beside()``
 =====  ==========================  ==================================================
 
 ``from agentlab import widgets`` imports ipywidgets (and the chapters' modules); ``import
@@ -40,14 +41,15 @@ from .dag import *  # noqa: F401,F403
 from .checkpoints import *  # noqa: F401,F403
 from .observe import *  # noqa: F401,F403
 from .experiments import *  # noqa: F401,F403
+from .timetravel import *  # noqa: F401,F403
 
 
 from . import (  # noqa: E402  (the submodules, to collect their __all__)
     panel, llm, tools, executor, messages, state, runtime, streaming, research, timeouts,
-    dag, checkpoints, observe, experiments
+    dag, checkpoints, observe, experiments, timetravel
 )
 
 __all__ = [name for module in (
     panel, llm, tools, executor, messages, state, runtime, streaming, research, timeouts,
-    dag, checkpoints, observe, experiments
+    dag, checkpoints, observe, experiments, timetravel
 ) for name in module.__all__]
