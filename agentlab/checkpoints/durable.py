@@ -28,6 +28,12 @@ public seam (``agentlab.runtime.context``) and nowhere else; the loop does not k
    ``idempotency_key(run_id, call.id)``), and its result is recorded durably the moment it
    completes, before the next step: a process killed later never runs it again.
 
+Credentials (``credentials.py``): a paused run's held turn is saved with its credential
+arguments masked, like everything else; this process keeps them in memory, so a resume here
+runs the approved call with the real values. A resume elsewhere answers such a call without
+running it (``invalid_arguments``, the model is asked to call again) and the run records a
+``credentials_not_saved`` error: a tool never sees ``"[REDACTED]"`` as its password.
+
 Hooks and the executor never raise: a write that fails is recorded in ``result.errors`` (code
 ``checkpoint_write_failed``) and the run goes on. Saves and resumes are announced as extension
 events (``runtime.emit``): ``checkpoint_saved`` (turn, saved_due_to) and ``run_resumed``
@@ -41,8 +47,10 @@ recorded). That is what the idempotency key is for.
 """
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
+from types import SimpleNamespace
 from typing import Any
 
 from ..errors import AgentError, CheckpointError, ConfigError
@@ -50,6 +58,8 @@ from ..executor import ToolResult
 from ..executor.batch import ExecutorWrapper, ToolBatch, run_batch
 from ..redaction import client_api_key, register_secret
 from ..runtime.context import LAST_RUN_KEY, RunContext, idempotency_key
+from .credentials import (CREDENTIALS_NOT_SAVED, keep_credentials, masked_calls,
+                          not_saved_reason, restore_credentials, drop_credentials)
 from .resume_checks import check_metadata, same_task, task_digest
 from .safe_point import unsafe_index
 
@@ -97,6 +107,7 @@ class DurableRuns:
         self.lock = threading.Lock()
         self._run_id: str | None = None  # the run whose start this extension saw
         self._resumed: Any = None        # the checkpoint the current run resumed from
+        self.masked: dict[str, list] = {}  # held calls whose credentials were not saved
         runtime.on_resume(self.resume)
         runtime.declare_events(*EVENTS)
         runtime.on("run_start", self._run_start)
@@ -136,10 +147,12 @@ class DurableRuns:
             logger.warning("resuming %s with model %s (it was saved with %s)", where, model,
                            meta.get("model"))
         cm.bind(cp)
+        held = restore_credentials(cp.run_id, meta.get("held_turn"))  # masked on disk
+        self.masked = masked_calls((held or {}).get("message"))
         ctx.restore(run_id=cp.run_id, turns=cp.turn, usage=meta.get("usage") or {},
                     elapsed_s=float(meta.get("elapsed_s") or 0.0),
                     tool_calls_made=cp.tool_calls_made, resumed_from=cp.id,
-                    task=ctx.task or meta.get("task"), held_turn=meta.get("held_turn"),
+                    task=ctx.task or meta.get("task"), held_turn=held,
                     extensions=meta.get("extensions"))
         rt.messages.restore(cp.messages)
         if rt.state is not None:
@@ -165,7 +178,7 @@ class DurableRuns:
             self.runtime.emit("run_resumed", checkpoint_revision=cp.revision, turn=cp.turn,
                               saved_due_to=cp.metadata.get("saved_due_to"))
             return
-        self.claimed = set()
+        self.claimed, self.masked = set(), {}
         cm.run_id = ctx.run_id
         self.save(ctx, "start")
 
@@ -180,6 +193,10 @@ class DurableRuns:
             return  # this extension never saw the run start
         name = result.state.value  # finished, error, exhausted, cancelled, paused
         held = {"held_turn": ctx.held_turn} if ctx.held_turn is not None else {}  # a paused turn
+        if held:  # its credentials stay in this process's memory only (credentials.py)
+            keep_credentials(ctx.run_id, ctx.held_turn["message"])
+        else:
+            drop_credentials(ctx.run_id)
         self.save(ctx, "completed" if name == "finished" else name,
                   stopped_reason=result.stopped_reason, errors=list(ctx.errors), **held)
 
@@ -227,6 +244,24 @@ class DurableRuns:
                                  f"{exc}. The run goes on; a resume may repeat this work"))
 
 
+def _refused(call: Any, names: list) -> Any:
+    """``call`` with no arguments and a parse error saying why: the executor answers it
+    ``invalid_arguments`` without running the tool (a rejection is still answered first)."""
+    why = not_saved_reason(names)
+    if dataclasses.is_dataclass(call):
+        return dataclasses.replace(call, arguments={}, parse_error=why)
+    return SimpleNamespace(id=call.id, name=call.name, arguments={}, parse_error=why)
+
+
+def _not_saved(call: Any, names: list) -> AgentError:
+    """The run's error for a held call refused because its credentials were not saved."""
+    return AgentError(CREDENTIALS_NOT_SAVED, f"{call.name} ({call.id}): "
+                      f"{not_saved_reason(names)}. Resume in the process that paused "
+                      "the run, or let the model call again; tools should take credentials from "
+                      "their own configuration", details={"call_id": str(call.id),
+                                                          "arguments": list(names)})
+
+
 class DurableExecutor(ExecutorWrapper):
     """The runtime's executor with a durable log: replays logged calls, records the rest.
 
@@ -248,6 +283,11 @@ class DurableExecutor(ExecutorWrapper):
         for r in results:
             if r is not None:
                 batch.report(r)
+        masked = {}  # a held call whose credentials were masked on disk never runs
+        for i in todo:
+            names = runs.masked.pop(str(calls[i].id), None)
+            if names:
+                masked[i], calls[i] = names, _refused(calls[i], names)
         if todo:
             by_id = {str(calls[i].id): calls[i] for i in todo}
             rest = batch.replace(calls=[calls[i] for i in todo],
@@ -255,6 +295,9 @@ class DurableExecutor(ExecutorWrapper):
             rest = rest.also_report(lambda r: runs.record(ctx, by_id[str(r.tool_call_id)], r))
             for i, result in zip(todo, run_batch(self.inner, rest)):
                 results[i] = result
+        for i, names in masked.items():  # refused for that reason (not rejected): on record
+            if results[i].error_code == "invalid_arguments":
+                ctx.add_error(_not_saved(calls[i], names))
         return results
 
     def _replay(self, ctx: RunContext, calls: list) -> list:

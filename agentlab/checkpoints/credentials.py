@@ -1,0 +1,106 @@
+"""Credentials a held turn needs: kept in this process's memory, never on disk (chapter 11).
+
+Part of ``notebooks/11_checkpoints.ipynb`` (and chapter 13's approvals). A checkpoint masks
+credential-named arguments (``password``, ``api_key``, ``token``, ``secret``, ...) and key-shaped
+values everywhere, the ``arguments`` text of an assistant message's tool calls included
+(``agentlab.redaction``, rule 4). A turn held for approval is saved that way too, so resuming
+it from disk alone would run the held call with ``"[REDACTED]"`` as its password. The rule:
+
+1. When a run pauses with a held turn whose arguments had to be masked, the assistant message
+   as the model sent it is kept here, in memory, under the run id (``keep_credentials``).
+2. A resume in the same process (any runtime, any ``CheckpointManager``) gets it back
+   (``restore_credentials``): the approved call runs with the real values.
+3. A resume anywhere else (another worker, after a restart) cannot, and never guesses: each
+   held call whose arguments were masked (``masked_calls``) is answered, not run, with an
+   ``invalid_arguments`` result that says its credential arguments were not saved and asks the
+   model to call again, and the run records a ``credentials_not_saved`` error
+   (``agentlab.checkpoints.durable``). A rejected call is still answered as rejected.
+
+Credentials a tool needs for every call belong in the tool's own configuration (an environment
+variable, a secrets manager), not in the arguments a model writes.
+"""
+from __future__ import annotations
+
+import copy
+import json
+import threading
+from typing import Any
+
+from ..redaction import REDACTED, redact
+
+__all__ = ["keep_credentials", "restore_credentials", "masked_calls", "drop_credentials",
+           "forget_credentials", "CREDENTIALS_NOT_SAVED", "not_saved_reason"]
+
+#: The run error of a held call that could not run because its credentials were not saved.
+CREDENTIALS_NOT_SAVED = "credentials_not_saved"
+
+_lock = threading.Lock()
+_held: dict[str, dict] = {}  # run id -> the held assistant message as the model sent it
+
+
+def _calls(message: dict | None) -> list[dict]:
+    return [tc for tc in (message or {}).get("tool_calls") or [] if isinstance(tc, dict)]
+
+
+def _arguments(tc: dict) -> Any:
+    raw = (tc.get("function") or {}).get("arguments")
+    try:
+        return json.loads(raw) if isinstance(raw, str) and raw.strip() else raw
+    except (ValueError, RecursionError):
+        return raw
+
+
+def keep_credentials(run_id: str, message: dict) -> bool:
+    """Keep ``message`` (a held turn's assistant message) in memory when saving it masks some
+    of its arguments; True if it was kept."""
+    if redact([message], keys=False) == [message]:
+        return False
+    with _lock:
+        _held[run_id] = copy.deepcopy(message)
+    return True
+
+
+def restore_credentials(run_id: str, held: dict | None) -> dict | None:
+    """``held`` (a held turn read from a checkpoint) with the message kept in memory, when
+    this process kept one for the same calls; else ``held`` as it is."""
+    if not held:
+        return held
+    with _lock:
+        kept = _held.get(run_id)
+    ids = [tc.get("id") for tc in _calls(held.get("message"))]
+    if kept is None or [tc.get("id") for tc in _calls(kept)] != ids:
+        return held
+    return {**held, "message": copy.deepcopy(kept)}
+
+
+def masked_calls(message: dict | None) -> dict[str, list[str]]:
+    """``{call id: [names of arguments whose saved value is masked]}`` of a held message."""
+    out: dict[str, list[str]] = {}
+    for tc in _calls(message):
+        args = _arguments(tc)
+        if isinstance(args, dict):
+            names = sorted(k for k, v in args.items() if REDACTED in json.dumps(v))
+        else:
+            names = ["arguments"] if isinstance(args, str) and REDACTED in args else []
+        if names:
+            out[str(tc.get("id"))] = names
+    return out
+
+
+def not_saved_reason(names: list[str]) -> str:
+    """The text a held call gets instead of running (``invalid_arguments``)."""
+    return (f"its credential arguments ({', '.join(names)}) were masked when the run was "
+            "saved: checkpoints never hold credentials, and the process that paused the run, "
+            "which kept them in memory, is not this one; the call was not run")
+
+
+def drop_credentials(run_id: str) -> None:
+    """Forget what was kept for ``run_id`` (its held turn is finished)."""
+    with _lock:
+        _held.pop(run_id, None)
+
+
+def forget_credentials() -> None:
+    """Forget everything kept (tests; what a restart does)."""
+    with _lock:
+        _held.clear()
