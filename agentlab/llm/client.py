@@ -37,7 +37,7 @@ from openai.types.chat import ChatCompletion
 
 from ..errors import ConfigError, ProviderError
 from ..models import DEFAULT_MODEL
-from ..redaction import redact, redact_text, register_secret
+from ..redaction import register_secret
 from .offline import offline_endpoint
 from .request import ROLES, build_body
 from .request import unencodable
@@ -272,7 +272,6 @@ class LLMClient:
         elif retryable and not why:
             why = f" (gave up after {n} attempts)"
         head, details = describe(exc, code, status, self.client.base_url.host)
-        head, details = redact_text(head), redact(details)  # a 401 body may echo the key
         details.update(attempts=n, retry_after_s=retry_after, model=self.model)
         if partial:
             details["partial"] = True
