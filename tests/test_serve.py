@@ -347,3 +347,21 @@ def test_a_bad_fault_header_or_option_is_refused_saying_why(endpoint, capsys):
     from agentlab.cli import main
     assert main(["serve", "--faults", "teapot:0.1"]) == 2
     assert "unknown fault 'teapot'" in capsys.readouterr().out
+
+
+def test_fault_text_reads_a_seeded_mix_a_script_and_latency():
+    from agentlab.sim.fault_text import parse_faults, parse_latency
+    mix = lambda: parse_faults("429:0.3,retry_after=2;truncate:0.2;refusal:0.1", seed=3)  # noqa: E731
+    a, b = mix(), mix()
+    draws = [a.next() for _ in range(2000)]
+    assert draws[:50] == [b.next() for _ in range(50)]  # seeded: the same sequence
+    kinds = [d.kind if d else "ok" for d in draws]
+    assert abs(kinds.count("rate_limit") / 2000 - 0.3) < 0.04 and kinds.count("refusal") > 100
+    assert next(d for d in draws if d and d.kind == "rate_limit").retry_after == 2.0
+    script = parse_faults("500;ok;malformed")
+    assert [s.kind if s else None for s in (script.next() for _ in range(4))] == [
+        "server_error", None, "malformed_arguments", None]
+    assert parse_latency("first_token_ms=300,time_scale=0.5") == sim.Latency(300, time_scale=0.5)
+    for bad in ("429:0.5;truncate", "429,wait=2", "teapot"):
+        with pytest.raises(ValueError):
+            parse_faults(bad)

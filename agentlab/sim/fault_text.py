@@ -1,7 +1,7 @@
 """Faults and latency as text: ``agentlab serve --faults/--latency`` and per-request headers.
 
-Taught in ``notebooks/00_simulator.ipynb``'s serving section and the README ("serve as a test
-endpoint"). Any framework's client can meet the simulator's failures over HTTP, and see how
+Documented in the README ("serve as a test endpoint"); ``notebooks/00_quickstart.ipynb`` shows
+``agentlab serve`` itself. Any framework's client can meet the simulator's failures over HTTP, and see how
 its own retries behave. The faults are the simulator's own (``agentlab.sim.faults``: a
 ``FaultSpec`` per request, a ``FaultPlan`` for scripts); this module only reads them from text
 and lets one request override them.
