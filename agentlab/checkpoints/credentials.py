@@ -14,7 +14,8 @@ it from disk alone would run the held call with ``"[REDACTED]"`` as its password
    held call whose arguments were masked (``masked_calls``) is answered, not run, with an
    ``invalid_arguments`` result that says its credential arguments were not saved and asks the
    model to call again, and the run records a ``credentials_not_saved`` error
-   (``agentlab.checkpoints.durable``). A rejected call is still answered as rejected.
+   (``CredentialGuard``, inside ``agentlab.checkpoints.durable``'s executor, so a call the
+   durable log answers is replayed as usual). A rejected call is still answered as rejected.
 
 Credentials a tool needs for every call belong in the tool's own configuration (an environment
 variable, a secrets manager), not in the arguments a model writes.
@@ -22,14 +23,18 @@ variable, a secrets manager), not in the arguments a model writes.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 import threading
+from types import SimpleNamespace
 from typing import Any
 
+from ..errors import AgentError
+from ..executor.batch import ExecutorWrapper, ToolBatch, run_batch
 from ..redaction import REDACTED, redact
 
 __all__ = ["keep_credentials", "restore_credentials", "masked_calls", "drop_credentials",
-           "forget_credentials", "CREDENTIALS_NOT_SAVED", "not_saved_reason"]
+           "forget_credentials", "CREDENTIALS_NOT_SAVED", "not_saved_reason", "CredentialGuard"]
 
 #: The run error of a held call that could not run because its credentials were not saved.
 CREDENTIALS_NOT_SAVED = "credentials_not_saved"
@@ -104,3 +109,43 @@ def forget_credentials() -> None:
     """Forget everything kept (tests; what a restart does)."""
     with _lock:
         _held.clear()
+
+
+class CredentialGuard(ExecutorWrapper):
+    """The executor inside ``DurableExecutor``: a held call whose credentials were not saved
+    (``expect``) goes on as a call with a parse error saying so, so the inner executor answers
+    it ``invalid_arguments`` without running the tool (an approval gate's rejection still
+    comes first); the run records ``credentials_not_saved``. Other calls pass through."""
+
+    def __init__(self, inner: Any, runtime: Any) -> None:
+        self.inner, self.runtime = inner, runtime
+        self.masked: dict[str, list[str]] = {}
+
+    def expect(self, masked: dict[str, list[str]]) -> None:
+        """The held calls of the run now starting whose arguments were masked on disk."""
+        self.masked = dict(masked)
+
+    def run(self, batch: ToolBatch) -> list:
+        refused = {i: self.masked.pop(str(c.id)) for i, c in enumerate(batch.calls)
+                   if str(c.id) in self.masked}
+        if not refused:
+            return run_batch(self.inner, batch)
+        calls = [_refused(c, refused[i]) if i in refused else c for i, c in enumerate(batch.calls)]
+        results = run_batch(self.inner, batch.replace(calls=calls))
+        ctx = self.runtime.context
+        for i, names in refused.items():  # refused for that reason (not rejected): on record
+            if results[i].error_code == "invalid_arguments" and ctx is not None:
+                ctx.add_error(AgentError(
+                    CREDENTIALS_NOT_SAVED, f"{calls[i].name} ({calls[i].id}): "
+                    f"{not_saved_reason(names)}. Resume in the process that paused the run, or "
+                    "let the model call again; tools should take credentials from their own "
+                    "configuration", details={"call_id": str(calls[i].id), "arguments": names}))
+        return results
+
+
+def _refused(call: Any, names: list[str]) -> Any:
+    """``call`` without arguments and with a parse error saying why it cannot run."""
+    why = not_saved_reason(names)
+    if dataclasses.is_dataclass(call):
+        return dataclasses.replace(call, arguments={}, parse_error=why)
+    return SimpleNamespace(id=call.id, name=call.name, arguments={}, parse_error=why)

@@ -47,10 +47,8 @@ recorded). That is what the idempotency key is for.
 """
 from __future__ import annotations
 
-import dataclasses
 import logging
 import threading
-from types import SimpleNamespace
 from typing import Any
 
 from ..errors import AgentError, CheckpointError, ConfigError
@@ -58,8 +56,8 @@ from ..executor import ToolResult
 from ..executor.batch import ExecutorWrapper, ToolBatch, run_batch
 from ..redaction import client_api_key, register_secret
 from ..runtime.context import LAST_RUN_KEY, RunContext, idempotency_key
-from .credentials import (CREDENTIALS_NOT_SAVED, keep_credentials, masked_calls,
-                          not_saved_reason, restore_credentials, drop_credentials)
+from .credentials import (CredentialGuard, drop_credentials, keep_credentials, masked_calls,
+                          restore_credentials)
 from .resume_checks import check_metadata, same_task, task_digest
 from .safe_point import unsafe_index
 
@@ -107,13 +105,13 @@ class DurableRuns:
         self.lock = threading.Lock()
         self._run_id: str | None = None  # the run whose start this extension saw
         self._resumed: Any = None        # the checkpoint the current run resumed from
-        self.masked: dict[str, list] = {}  # held calls whose credentials were not saved
         runtime.on_resume(self.resume)
         runtime.declare_events(*EVENTS)
         runtime.on("run_start", self._run_start)
         runtime.on("turn_end", self._turn_end)
         runtime.on("run_end", self._run_end)
-        runtime.executor = DurableExecutor(runtime.executor, self)
+        self.credentials = CredentialGuard(runtime.executor, runtime)  # held calls' secrets
+        runtime.executor = DurableExecutor(self.credentials, self)
         runtime.checkpoints = checkpoints
 
     # -- 1. the resume phase
@@ -147,12 +145,10 @@ class DurableRuns:
             logger.warning("resuming %s with model %s (it was saved with %s)", where, model,
                            meta.get("model"))
         cm.bind(cp)
-        held = restore_credentials(cp.run_id, meta.get("held_turn"))  # masked on disk
-        self.masked = masked_calls((held or {}).get("message"))
         ctx.restore(run_id=cp.run_id, turns=cp.turn, usage=meta.get("usage") or {},
                     elapsed_s=float(meta.get("elapsed_s") or 0.0),
                     tool_calls_made=cp.tool_calls_made, resumed_from=cp.id,
-                    task=ctx.task or meta.get("task"), held_turn=held,
+                    task=ctx.task or meta.get("task"), held_turn=meta.get("held_turn"),
                     extensions=meta.get("extensions"))
         rt.messages.restore(cp.messages)
         if rt.state is not None:
@@ -175,10 +171,13 @@ class DurableRuns:
         self._run_id = ctx.run_id
         cp, self._resumed = self._resumed, None
         if ctx.resumed_from is not None and cp is not None:
+            ctx.held_turn = restore_credentials(ctx.run_id, ctx.held_turn)  # kept here, if so
+            self.credentials.expect(masked_calls((ctx.held_turn or {}).get("message")))
             self.runtime.emit("run_resumed", checkpoint_revision=cp.revision, turn=cp.turn,
                               saved_due_to=cp.metadata.get("saved_due_to"))
             return
-        self.claimed, self.masked = set(), {}
+        self.claimed = set()
+        self.credentials.expect({})
         cm.run_id = ctx.run_id
         self.save(ctx, "start")
 
@@ -244,24 +243,6 @@ class DurableRuns:
                                  f"{exc}. The run goes on; a resume may repeat this work"))
 
 
-def _refused(call: Any, names: list) -> Any:
-    """``call`` with no arguments and a parse error saying why: the executor answers it
-    ``invalid_arguments`` without running the tool (a rejection is still answered first)."""
-    why = not_saved_reason(names)
-    if dataclasses.is_dataclass(call):
-        return dataclasses.replace(call, arguments={}, parse_error=why)
-    return SimpleNamespace(id=call.id, name=call.name, arguments={}, parse_error=why)
-
-
-def _not_saved(call: Any, names: list) -> AgentError:
-    """The run's error for a held call refused because its credentials were not saved."""
-    return AgentError(CREDENTIALS_NOT_SAVED, f"{call.name} ({call.id}): "
-                      f"{not_saved_reason(names)}. Resume in the process that paused "
-                      "the run, or let the model call again; tools should take credentials from "
-                      "their own configuration", details={"call_id": str(call.id),
-                                                          "arguments": list(names)})
-
-
 class DurableExecutor(ExecutorWrapper):
     """The runtime's executor with a durable log: replays logged calls, records the rest.
 
@@ -283,11 +264,6 @@ class DurableExecutor(ExecutorWrapper):
         for r in results:
             if r is not None:
                 batch.report(r)
-        masked = {}  # a held call whose credentials were masked on disk never runs
-        for i in todo:
-            names = runs.masked.pop(str(calls[i].id), None)
-            if names:
-                masked[i], calls[i] = names, _refused(calls[i], names)
         if todo:
             by_id = {str(calls[i].id): calls[i] for i in todo}
             rest = batch.replace(calls=[calls[i] for i in todo],
@@ -295,9 +271,6 @@ class DurableExecutor(ExecutorWrapper):
             rest = rest.also_report(lambda r: runs.record(ctx, by_id[str(r.tool_call_id)], r))
             for i, result in zip(todo, run_batch(self.inner, rest)):
                 results[i] = result
-        for i, names in masked.items():  # refused for that reason (not rejected): on record
-            if results[i].error_code == "invalid_arguments":
-                ctx.add_error(_not_saved(calls[i], names))
         return results
 
     def _replay(self, ctx: RunContext, calls: list) -> list:
