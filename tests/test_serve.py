@@ -365,3 +365,16 @@ def test_fault_text_reads_a_seeded_mix_a_script_and_latency():
     for bad in ("429:0.5;truncate", "429,wait=2", "teapot"):
         with pytest.raises(ValueError):
             parse_faults(bad)
+
+
+def test_latency_per_request_header(endpoint):
+    url, _ = endpoint
+    slow = {"X-Agentlab-Latency": "first_token_ms=600,jitter=0,tokens_per_second=0",
+            "X-Agentlab-Faults": "ok"}  # whatever the server's script still holds
+    with openai.OpenAI(base_url=url, api_key="x", max_retries=0, default_headers=slow) as c:
+        t0 = time.monotonic()
+        assert c.chat.completions.create(**BODY).choices[0].message.content
+        assert time.monotonic() - t0 >= 0.6  # the header's time to first token was waited
+        with pytest.raises(openai.BadRequestError) as info:
+            c.chat.completions.create(**BODY, extra_headers={"X-Agentlab-Latency": "speed=9"})
+    assert "bad latency item 'speed=9'" in str(info.value)

@@ -14,7 +14,7 @@ uvicorn (h11), in a background thread. What that buys, and what is added here:
   a body-read timeout (408) and a header timeout that closes a connection that never finishes
   its request line and headers (slowloris);
 * a budget for the bodies held at once (``body_budget_bytes``, 64 MB): a request waits for its
-  share before its body is read, so ten concurrent 30 MB bodies take ~0.3 GB at the peak, not
+  share before its body is read, so ten concurrent 30 MB bodies peak at ~0.4 GB, not
   ~1.2 GB (``benchmarks/bench_serve.py --memory``); ``Content-Length`` together with
   ``Transfer-Encoding`` is a 400 at once (the length is ambiguous), not a 408 after 30 s;
 * faults and latency per request (headers ``X-Agentlab-Faults``/``X-Agentlab-Latency``, read
