@@ -1,6 +1,7 @@
 """Credentials a held turn needs: kept in this process's memory, never on disk (chapter 11).
 
-Part of ``notebooks/11_checkpoints.ipynb`` (and chapter 13's approvals). A checkpoint masks
+Chapter 11's checkpoints serving chapter 13's approvals (no notebook cell shows it yet;
+``tests/test_secrets_everywhere.py`` does). A checkpoint masks
 credential-named arguments (``password``, ``api_key``, ``token``, ``secret``, ...) and key-shaped
 values everywhere, the ``arguments`` text of an assistant message's tool calls included
 (``agentlab.redaction``, rule 4). A turn held for approval is saved that way too, so resuming
