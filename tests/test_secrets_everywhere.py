@@ -1,8 +1,8 @@
 """Issue 21, build item 3: one redaction layer, every writer. Runs that see API keys (given as
 ``LLMClient(api_key=)`` beside a client, through ``OPENAI_API_KEY``, on the base client object)
 and credential-named arguments (``password``, ``api_key``, ``token``, ``secret``) in every way
-the issue lists -- tool-call arguments, a held (paused) turn, a model reply repeating a key, a
-provider's 401 echoing it, key shapes with inner separators (``gsk_live_...``,
+the issue lists -- tool-call arguments, a held (paused) turn, a model reply repeating a key (and
+a password), a tool result echoing credential arguments, a provider's 401 echoing the key, key shapes with inner separators (``gsk_live_...``,
 ``sk-proj-..._...``) -- on JSON, SQLite and Redis stores. Then every byte written is searched:
 the files under the temporary folder (SQLite's WAL included, read while it is open), a private
 ``redis-server``'s append-only file and RDB snapshot (before and after ``BGREWRITEAOF`` and
@@ -85,7 +85,7 @@ def tools(ran: list) -> ToolRegistry:
 
     def login(user: str, password: str, api_key: str, secret: str) -> str:
         ran.append(password)
-        return f"logged in as {user}"
+        return f"logged in as {user} with {password} and {secret}"  # a tool that echoes them
 
     reg.register(lookup, description="Look a service up.")
     reg.register(login, description="Log in.", requires_approval=True, side_effects=True)
@@ -98,7 +98,8 @@ def model(key: str) -> sim.Simulator:
     script = sim.Script([
         sim.call("lookup", {"query": f"service with {GSK}", "token": TOKEN}),
         sim.call("login", {"user": "ann", "password": PASSWORD, "api_key": key, "secret": SECRET}),
-        sim.text(f"Logged in. Your keys {key} and {PROJ} work."), sim.text("unreachable")])
+        sim.text(f"Logged in with {PASSWORD}. Your keys {key} and {PROJ} work."),
+        sim.text("unreachable")])
     plan = sim.FaultPlan([None, None, None, (401, {"message": f"Incorrect API key: {key}."})])
     return sim.Simulator(script, faults=plan)
 

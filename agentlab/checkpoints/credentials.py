@@ -18,6 +18,10 @@ it from disk alone would run the held call with ``"[REDACTED]"`` as its password
    (``CredentialGuard``, inside ``agentlab.checkpoints.durable``'s executor, so a call the
    durable log answers is replayed as usual). A rejected call is still answered as rejected.
 
+4. Before a call runs, the values of its credential-named arguments (8 characters or more)
+   are registered secrets (``register_credentials``), so a tool result or a reply that echoes
+   them is masked in whatever is written next.
+
 Credentials a tool needs for every call belong in the tool's own configuration (an environment
 variable, a secrets manager), not in the arguments a model writes.
 """
@@ -32,10 +36,11 @@ from typing import Any
 
 from ..errors import AgentError
 from ..executor.batch import ExecutorWrapper, ToolBatch, run_batch
-from ..redaction import REDACTED, redact
+from ..redaction import REDACTED, is_secret_key, redact, register_secret
 
 __all__ = ["keep_credentials", "restore_credentials", "masked_calls", "drop_credentials",
-           "forget_credentials", "CREDENTIALS_NOT_SAVED", "not_saved_reason", "CredentialGuard"]
+           "forget_credentials", "CREDENTIALS_NOT_SAVED", "not_saved_reason", "CredentialGuard",
+           "register_credentials"]
 
 #: The run error of a held call that could not run because its credentials were not saved.
 CREDENTIALS_NOT_SAVED = "credentials_not_saved"
@@ -112,9 +117,23 @@ def forget_credentials() -> None:
         _held.clear()
 
 
+def register_credentials(arguments: Any) -> None:
+    """Register the values of credential-named arguments, at any depth, as secrets (rule 4)."""
+    if isinstance(arguments, dict):
+        for key, value in arguments.items():
+            if isinstance(value, str) and REDACTED not in value and is_secret_key(key):
+                register_secret(value)  # ignored below 8 characters (agentlab.redaction)
+            elif isinstance(value, (dict, list)):
+                register_credentials(value)
+    elif isinstance(arguments, list):
+        for value in arguments:
+            register_credentials(value)
+
+
 class CredentialGuard(ExecutorWrapper):
-    """The executor inside ``DurableExecutor``: a held call whose credentials were not saved
-    (``expect``) goes on as a call with a parse error saying so, so the inner executor answers
+    """The executor inside ``DurableExecutor``: registers each call's credential values (rule
+    4); a held call whose credentials were not saved (``expect``) goes on as a call with a
+    parse error saying so, so the inner executor answers
     it ``invalid_arguments`` without running the tool (an approval gate's rejection still
     comes first); the run records ``credentials_not_saved``. Other calls pass through."""
 
@@ -127,6 +146,8 @@ class CredentialGuard(ExecutorWrapper):
         self.masked = dict(masked)
 
     def run(self, batch: ToolBatch) -> list:
+        for call in batch.calls:  # echoed by a tool or a reply: masked from now on
+            register_credentials(getattr(call, "arguments", None))
         refused = {i: self.masked.pop(str(c.id)) for i, c in enumerate(batch.calls)
                    if str(c.id) in self.masked}
         if not refused:
