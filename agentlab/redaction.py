@@ -3,7 +3,9 @@
 Everything agentlab writes goes through here: state-store values (``agentlab.state``), the
 runtime's ``last_run`` record, checkpoints and the durable tool-result log
 (``agentlab.checkpoints``), observer exports (``agentlab.observe``) and, with
-``RedactingFilter``, log records. Three rules, applied to a copy (the input is never changed):
+``RedactingFilter``, log records; the fleet's run records (``agentlab.fleet.runs``) and the
+errors ``LLMClient`` raises, whose text a provider may have filled with the key. Four rules,
+applied to a copy (the input is never changed):
 
 1. **Credential-named keys**: in a dict, a value under a key that names a credential
    (``api_key``, ``apiKey``, ``authorization``, ``client_secret``, ``password``,
@@ -11,12 +13,20 @@ runtime's ``last_run`` record, checkpoints and the durable tool-result log
    ``max_tokens``) becomes ``"[REDACTED]"`` (``None`` stays ``None``).
 2. **Well-known key shapes** inside any string (``KEY_SHAPES``): OpenAI ``sk-...`` and
    ``sk-proj-...``, Anthropic ``sk-ant-...``, Groq ``gsk_...``, Google ``AIza...``, xAI
-   ``xai-...``, Hugging Face ``hf_...``, GitHub ``ghp_``/``github_pat_...``, AWS ``AKIA...``,
-   Slack ``xox?-...``, and ``Bearer <token>``. The recognisable prefix is kept
-   (``gsk_[REDACTED]``) so a reader still sees which kind of key was there.
+   ``xai-...``, Hugging Face ``hf_...``, GitHub ``ghp_``/``github_pat_...``, GitLab
+   ``glpat-...``, Stripe ``sk_live_...``, AWS ``AKIA...``, Slack ``xox?-...``, and
+   ``Bearer <token>``, inner separators included (``gsk_live_4f9a...``, ``sk-proj-ab_cd-...``).
+   The recognisable prefix is kept (``gsk_[REDACTED]``) so a reader still sees which kind of
+   key was there.
 3. **Registered secrets** (``register_secret`` for the whole process, or ``secrets=`` per
-   call): exact strings such as the API key a client was built with, masked wherever they
-   appear, messages included.
+   call): exact strings such as the API key a client was built with (``LLMClient`` registers
+   its key however it was given: ``api_key=``, ``OPENAI_API_KEY``, or the ``openai`` client
+   handed over), masked wherever they appear, messages included.
+4. **Tool-call arguments as text**: the ``arguments`` string of an assistant message's tool
+   call (JSON the model wrote) gets rule 1 inside it, so ``{"password": "..."}`` is saved as
+   ``{"password": "[REDACTED]"}`` in checkpoints and held turns too (re-encoded only when
+   something was masked). What that means for resuming a held call: ``agentlab.checkpoints.
+   credentials``.
 
 Whole-token matching, so ordinary text is never mangled: a shape or a registered secret
 matches only where it is not glued to a letter or digit on either side (``"ask-simon"`` keeps
@@ -31,6 +41,7 @@ its ``sk-sim``). The rule for registered secrets, by length:
 """
 from __future__ import annotations
 
+import json
 import logging
 import re
 import threading
@@ -49,11 +60,14 @@ ANYWHERE_LENGTH = 20
 #: ``(prefix kept, regular expression of the secret part)`` of well-known API key formats.
 KEY_SHAPES: tuple[tuple[str, str], ...] = (
     ("sk-proj-", r"[A-Za-z0-9_\-]{16,}"), ("sk-ant-", r"[A-Za-z0-9_\-]{16,}"),
-    ("sk-", r"[A-Za-z0-9_\-]{16,}"), ("gsk_", r"[A-Za-z0-9]{20,}"),
-    ("AIza", r"[0-9A-Za-z_\-]{30,}"), ("xai-", r"[A-Za-z0-9]{20,}"),
-    ("hf_", r"[A-Za-z0-9]{30,}"), ("github_pat_", r"[A-Za-z0-9_]{22,}"),
-    ("ghp_", r"[A-Za-z0-9]{30,}"), ("gho_", r"[A-Za-z0-9]{30,}"), ("ghs_", r"[A-Za-z0-9]{30,}"),
-    ("AKIA", r"[0-9A-Z]{16}"), ("xoxb-", r"[A-Za-z0-9\-]{20,}"), ("xoxp-", r"[A-Za-z0-9\-]{20,}"),
+    ("sk-", r"[A-Za-z0-9_\-]{16,}"), ("sk_live_", r"[A-Za-z0-9_\-]{16,}"),
+    ("sk_test_", r"[A-Za-z0-9_\-]{16,}"), ("rk_live_", r"[A-Za-z0-9_\-]{16,}"),
+    ("gsk_", r"[A-Za-z0-9_\-]{20,}"), ("AIza", r"[0-9A-Za-z_\-]{30,}"),
+    ("xai-", r"[A-Za-z0-9_\-]{20,}"), ("hf_", r"[A-Za-z0-9_\-]{30,}"),
+    ("github_pat_", r"[A-Za-z0-9_]{22,}"), ("ghp_", r"[A-Za-z0-9_]{30,}"),
+    ("gho_", r"[A-Za-z0-9_]{30,}"), ("ghs_", r"[A-Za-z0-9_]{30,}"),
+    ("glpat-", r"[A-Za-z0-9_\-]{20,}"), ("AKIA", r"[0-9A-Z]{16}"),
+    ("xoxb-", r"[A-Za-z0-9\-]{20,}"), ("xoxp-", r"[A-Za-z0-9\-]{20,}"),
     ("Bearer ", r"[A-Za-z0-9._~+/=\-]{8,}"),
 )
 _BEFORE, _AFTER = r"(?<![A-Za-z0-9])", r"(?![A-Za-z0-9])"  # whole tokens only
@@ -201,6 +215,8 @@ def _walk(obj: Any, mask: _Masker, keys: bool) -> Any:
             if keys and v is not None and (_SECRET_NAMES.get(k) if k in _SECRET_NAMES
                                            else is_secret_key(k)):
                 out[k] = REDACTED
+            elif k == "arguments" and type(v) is str:  # a tool call's JSON text: rule 4
+                out[k] = _arguments(v, mask)
             else:
                 out[k] = v if type(v) in _SCALARS else _walk(v, mask, keys)
         return out
@@ -209,6 +225,30 @@ def _walk(obj: Any, mask: _Masker, keys: bool) -> Any:
     if isinstance(obj, str):
         return mask(obj) if obj else obj
     return obj
+
+
+#: Words one of which a credential-named key holds: JSON text without any is not parsed.
+_HINT = re.compile(r"secret|passw|credential|authori[sz]|api.?key|cookie|token|auth|"
+                   r"private.?key|access.?key", re.IGNORECASE).search
+
+
+def _arguments(text: str, mask: _Masker) -> str:
+    """A tool call's ``arguments`` text with the key rule applied inside (rule 4): the text as
+    it was (shapes and secrets masked) when no credential-named value is in it, else the
+    masked object as JSON. Text that is not a JSON object gets the text rules only."""
+    if _HINT(text) is None:
+        return mask(text)
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError):
+        return mask(text)
+    if not isinstance(value, dict):
+        return mask(text)
+    try:
+        masked = _walk(value, mask, True)
+    except RecursionError:
+        return mask(text)
+    return mask(text) if masked == value else json.dumps(masked, ensure_ascii=False)
 
 
 class RedactingFilter(logging.Filter):

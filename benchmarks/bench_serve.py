@@ -2,6 +2,7 @@
 
     python benchmarks/bench_serve.py              # about 40 s
     python benchmarks/bench_serve.py --quick      # 200 requests per round
+    python benchmarks/bench_serve.py --memory     # ten concurrent 30 MB bodies: peak RSS (issue 21)
 
 Each server runs in its own process on 127.0.0.1; one asyncio client opens all the connections
 at once (each sends one chat-completions request with ``Connection: close`` and reads the whole
@@ -14,6 +15,12 @@ reply), then counts what came back. Two servers, measured in the same run:
 Columns: replies with status 200, connections reset or refused (no HTTP reply at all), requests
 with no reply within 15 s (a SYN dropped by a full listen queue is retried by the kernel with
 growing delays), other failures, wall time for the round, and successful requests per second.
+
+``--memory`` (issue 21): ten connections each send a 30 MB request body at once to
+``agentlab serve``, with its body budget (``--body-budget-mb``, the default) and without it
+(``--body-budget-mb 0``: every body read and parsed at once, as before). Columns: the server's
+resident memory before the round, its peak (``VmHWM``) and what stays resident after; statuses.
+Linux only (``/proc``).
 """
 from __future__ import annotations
 
@@ -118,14 +125,76 @@ def start(cmd: list[str], ready: str) -> subprocess.Popen:
     return proc
 
 
+def big_request(mb: float) -> bytes:
+    """A valid chat request whose ``user`` field makes it ``mb`` megabytes."""
+    return request(json.dumps({"model": "gpt-4o", "user": "u" * int(mb * 2**20),
+                               "messages": [{"role": "user", "content": "hi"}]}).encode())
+
+
+def rss_mb(pid: int) -> dict[str, float]:
+    """``VmRSS`` and ``VmHWM`` (peak) of a process, in MB, from ``/proc``."""
+    out = {}
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith(("VmRSS:", "VmHWM:")):
+                out[line.split(":")[0]] = int(line.split()[1]) / 1024
+    return out
+
+
+async def send_big(port: int, payload: bytes, timeout: float) -> str:
+    try:
+        reader, writer = await asyncio.wait_for(asyncio.open_connection("127.0.0.1", port), timeout)
+        writer.write(payload)
+        await writer.drain()
+        data = await asyncio.wait_for(reader.read(), timeout)
+        writer.close()
+    except (OSError, asyncio.TimeoutError) as exc:
+        return type(exc).__name__
+    return data[9:12].decode() or "no reply"
+
+
+def memory(n: int = 10, mb: float = 30.0) -> int:
+    """Peak resident memory of ``agentlab serve`` for ``n`` concurrent ``mb`` MB bodies."""
+    payload = big_request(mb)
+    print(f"{n} concurrent {mb:g} MB request bodies to agentlab serve (MB of server memory)")
+    print(f"{'body budget':24} {'before':>7} {'peak':>7} {'after':>7} {'wall s':>7}  statuses")
+    for label, budget in (("none (--body-budget-mb 0)", ["--body-budget-mb", "0"]),
+                          ("default", [])):
+        port = free_port()
+        proc = start([sys.executable, "-m", "agentlab.cli", "serve", "--port", str(port),
+                      "--quiet", "--policy", "tooluser", *budget], "listening on")
+        try:
+            asyncio.run(round_(port, 3, request(BODY), 30))  # warm-up: encodings loaded
+            before = rss_mb(proc.pid)["VmRSS"]
+            t0 = time.perf_counter()
+            statuses = asyncio.run(_gather_big(port, payload, n))
+            wall = time.perf_counter() - t0
+            time.sleep(0.5)
+            mem = rss_mb(proc.pid)
+            counts = {s: statuses.count(s) for s in sorted(set(statuses))}
+            print(f"{label:24} {before:7.0f} {mem['VmHWM']:7.0f} {mem['VmRSS']:7.0f} "
+                  f"{wall:7.2f}  {counts}")
+        finally:
+            proc.terminate()
+            proc.wait(timeout=10)
+    return 0
+
+
+async def _gather_big(port: int, payload: bytes, n: int) -> list[str]:
+    return list(await asyncio.gather(*(send_big(port, payload, 120) for _ in range(n))))
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--memory", action="store_true", help="peak memory, 10 x 30 MB bodies")
     ap.add_argument("--baseline", type=int, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.baseline:
         run_baseline(args.baseline)
         return 0
+    if args.memory:
+        return memory()
     n = 200 if args.quick else 500
     try:  # the 500 client sockets and the server's must fit the open-file limit
         import resource

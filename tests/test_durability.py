@@ -405,7 +405,8 @@ def test_checkpoints_attach_to_a_plain_runtime_from_outside(tmp_path):
     inner = rt.executor
     cm = CheckpointManager(tmp_path / "cp", auto_save_interval=1)
     durable.attach(rt, cm)
-    assert isinstance(rt.executor, DurableExecutor) and rt.executor.inner is inner
+    assert isinstance(rt.executor, DurableExecutor)  # around a CredentialGuard, around inner
+    assert rt.executor.inner.inner is inner
     assert rt.checkpoints is cm and rt.executor.max_workers == inner.max_workers
     r = rt.run(TASK)
     assert r.ok and ran == Counter([1, 2])

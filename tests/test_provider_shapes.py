@@ -187,3 +187,23 @@ def test_an_event_stream_under_another_content_type_is_still_read():
     body = sse(delta(content="hel"), delta(content="lo"), delta(finish="stop"))
     wire = Wire(lambda: httpx2.Response(200, headers={"content-type": "text/plain"}, content=body))
     assert collect_stream(make(wire).stream(MSGS)).content == "hello"
+
+
+@pytest.mark.parametrize("with_calls", [False, True])
+def test_a_streamed_request_answered_with_a_whole_completion_takes_it_as_the_answer(with_calls):
+    body = completion(content="hello there", finish="stop")
+    if with_calls:
+        body = completion(content=None, finish="tool_calls")
+        body["choices"][0]["message"]["tool_calls"] = [
+            {"id": "call_a", "type": "function", "function": {"name": "f", "arguments": '{"x": 1}'}}]
+    wire = Wire(lambda: httpx2.Response(200, json=body))  # application/json, no event stream
+    client = make(wire, max_retries=2)
+    parts = list(client.stream(MSGS))
+    final = collect_stream(parts)
+    assert len(wire.requests) == 1 and [a.error_code for a in client.attempts] == [None]
+    if with_calls:
+        assert [(t.id, t.name, t.arguments) for t in final.tool_calls] == [("call_a", "f", {"x": 1})]
+        assert (final.content, final.finish_reason, len(parts)) == (None, "tool_calls", 1)
+    else:
+        assert (final.content, final.finish_reason, len(parts)) == ("hello there", "stop", 2)
+    assert final.usage == body["usage"]

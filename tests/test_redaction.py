@@ -1,6 +1,7 @@
 """The one redaction layer (``agentlab.redaction``): shapes, registered secrets, whole tokens."""
 from __future__ import annotations
 
+import json
 import logging
 
 import pytest
@@ -65,3 +66,36 @@ def test_the_logging_filter_masks_messages_arguments_and_tracebacks(caplog):
     finally:
         log.filters.clear()
     assert secret not in caplog.text and REDACTED in caplog.text
+
+
+@pytest.mark.parametrize("key, kept", [
+    ("gsk_live_" + "4f9a" * 8, "gsk_"), ("sk-proj-" + "Xy_7" * 6 + "-" + "q1w2" * 3, "sk-proj-"),
+    ("sk_live_" + "51Hx" * 6, "sk_live_"), ("glpat-" + "x1_Y" * 6, "glpat-"),
+])
+def test_key_shapes_with_inner_separators_are_masked_whole(key, kept):
+    assert redact_text(f"use {key}, then") == f"use {kept}{REDACTED}, then"
+
+
+def test_credential_names_inside_tool_call_argument_text_are_masked():
+    message = {"role": "assistant", "content": None, "tool_calls": [
+        {"id": "a", "type": "function", "function": {"name": "login", "arguments":
+            '{"user": "ann", "password": "hunter2-hunter2", "apiKey": "k"}'}},
+        {"id": "b", "type": "function", "function": {"name": "s", "arguments": '{"q": "x"}'}},
+        {"id": "c", "type": "function", "function": {"name": "s", "arguments": '{"token": "t'}}]}
+    got = redact([message], keys=False)[0]["tool_calls"]
+    assert json.loads(got[0]["function"]["arguments"]) == {
+        "user": "ann", "password": REDACTED, "apiKey": REDACTED}
+    assert got[1]["function"]["arguments"] == '{"q": "x"}'  # nothing masked: the text as sent
+    assert got[2]["function"]["arguments"] == '{"token": "t'  # not JSON: the text rules only
+    assert "hunter2" in message["tool_calls"][0]["function"]["arguments"]  # input unchanged
+
+
+def test_llm_client_registers_its_key_however_it_was_given(monkeypatch):
+    from agentlab import sim
+    from agentlab.llm import LLMClient
+    keys = ["given-" + "a1" * 10, "env-key-" + "b2" * 10, "client-" + "c3" * 10]
+    monkeypatch.setenv("OPENAI_API_KEY", keys[1])
+    LLMClient(client=sim.Simulator().client(), api_key=keys[0])
+    LLMClient(client=sim.Simulator().client(api_key=None))
+    LLMClient(client=sim.Simulator().client(api_key=keys[2]))
+    assert set(keys) <= set(redaction.registered_secrets())

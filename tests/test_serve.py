@@ -19,7 +19,8 @@ import openai
 import pytest
 
 from agentlab import sim
-from agentlab.errors import ConfigError
+from agentlab.errors import ConfigError, ProviderError
+from agentlab.llm import LLMClient, collect_stream
 
 BODY = {"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}]}
 
@@ -246,3 +247,134 @@ def test_agentlab_demo_against_agentlab_serve_finishes_the_research_task(tmp_pat
     assert list(tmp_path.glob("*-report.md"))
     posts = [line for line in lines if " POST /v1/chat/completions 200 " in line]
     assert len(posts) == 6  # search, read two, search, read, write; then the answer
+
+
+# -- issue 21: bounded bodies, conflicting framing, a test endpoint for any framework ----------
+
+def test_content_length_with_chunked_encoding_is_a_400_at_once(served):
+    _, port, _ = served
+    t0 = time.monotonic()
+    data = raw(port, post(b"5\r\nhello\r\n0\r\n\r\n", extra=b"Transfer-Encoding: chunked\r\n"))
+    status, body = parse(data)
+    assert status == 400 and time.monotonic() - t0 < 2.0  # was a 408 after the body timeout
+    assert "both Content-Length and Transfer-Encoding" in body["error"]["message"]
+
+
+def test_bodies_beyond_the_budget_wait_their_turn_and_all_are_answered():
+    s = sim.Simulator([sim.text("ok")] * 20)
+    big = json.dumps({**BODY, "user": "u" * 5000}).encode()
+    with s.serve(body_budget_bytes=len(big) + 100, request_log_limit=3) as url:  # one at a time
+        with ThreadPoolExecutor(8) as pool:
+            replies = list(pool.map(lambda _: parse(raw(port_of(url), post(big)))[0], range(8)))
+        assert replies == [200] * 8 and len(s.requests) == 3  # the log keeps the last 3
+    with sim.Simulator([sim.text("ok")]).serve(body_budget_bytes=10) as url:  # alone: let in
+        assert parse(raw(port_of(url), post(big)))[0] == 200
+
+
+@pytest.fixture(scope="module")
+def endpoint():
+    """A real ``agentlab serve`` process: a 429 with Retry-After first, then no faults."""
+    port = socket.socket()
+    port.bind(("127.0.0.1", 0))
+    number = port.getsockname()[1]
+    port.close()
+    proc = subprocess.Popen([sys.executable, "-m", "agentlab.cli", "serve", "--port", str(number),
+                             "--policy", "tooluser", "--faults", "429,retry_after=1;ok",
+                             "--stall-s", "0.2"], stdout=subprocess.PIPE, text=True)
+    for line in proc.stdout:
+        if "Ctrl-C to stop" in line:  # the banner's last line: the access log follows
+            break
+    yield f"http://127.0.0.1:{number}/v1", proc
+    proc.terminate()
+    proc.wait(10)
+
+
+TOOL = {"type": "function", "function": {"name": "get_weather", "parameters": {
+    "type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}
+ASK = {"model": "gpt-4o", "messages": [{"role": "user", "content": "Weather in Paris?"}],
+       "tools": [TOOL]}
+
+
+def test_the_plain_openai_sdk_sees_a_429_with_retry_after_and_its_retry_honours_it(endpoint):
+    url, proc = endpoint
+    with openai.OpenAI(base_url=url, api_key="x", max_retries=1) as client:
+        t0 = time.monotonic()
+        raw_reply = client.chat.completions.with_raw_response.create(**ASK)
+        waited = time.monotonic() - t0
+    assert raw_reply.retries_taken == 1 and waited >= 1.0  # Retry-After: 1, honoured
+    assert raw_reply.parse().choices[0].message.tool_calls[0].function.name == "get_weather"
+    log = [next(proc.stdout) for _ in range(2)]
+    assert [line.split()[3] for line in log] == ["429", "200"]
+
+
+def test_a_truncated_stream_per_request_header(endpoint):
+    url, _ = endpoint
+    cut = {"X-Agentlab-Faults": "truncate"}
+    with openai.OpenAI(base_url=url, api_key="x", max_retries=0, default_headers=cut) as c:
+        chunks = list(c.chat.completions.create(**ASK, stream=True))  # the plain SDK: no error
+        assert chunks and not any(ch.choices and ch.choices[0].finish_reason for ch in chunks)
+        llm = LLMClient(client=c, max_retries=1, retry_base_delay=0)
+        with pytest.raises(ProviderError) as info:  # agentlab: typed, retried, then given up
+            collect_stream(llm.stream(ASK["messages"], tools=ASK["tools"]))
+    assert info.value.code == "provider_unavailable" and info.value.details["attempts"] == 2
+    assert "closed before it was complete" in info.value.message
+
+
+@pytest.mark.parametrize("header, check", [
+    ("refusal", lambda r: r.choices[0].message.refusal and r.choices[0].message.content is None),
+    ("503", openai.InternalServerError), ("401", openai.AuthenticationError),
+    ("timeout", openai.APIConnectionError), ("error_in_body", None)])
+def test_faults_chosen_per_request_by_header(endpoint, header, check):
+    url, _ = endpoint
+    with openai.OpenAI(base_url=url, api_key="x", max_retries=0,
+                       default_headers={"X-Agentlab-Faults": header}) as c:
+        if isinstance(check, type):
+            with pytest.raises(check):
+                c.chat.completions.create(**BODY)
+        elif check is None:  # a 200 carrying an error object: the plain SDK gives no choices
+            assert not c.chat.completions.create(**BODY).choices
+        else:
+            assert check(c.chat.completions.create(**BODY))
+
+
+def test_a_bad_fault_header_or_option_is_refused_saying_why(endpoint, capsys):
+    url, _ = endpoint
+    with openai.OpenAI(base_url=url, api_key="x", max_retries=0,
+                       default_headers={"X-Agentlab-Faults": "429:2"}) as c:
+        with pytest.raises(openai.BadRequestError) as info:
+            c.chat.completions.create(**BODY)
+    assert "is not in [0, 1]" in str(info.value)
+    from agentlab.cli import main
+    assert main(["serve", "--faults", "teapot:0.1"]) == 2
+    assert "unknown fault 'teapot'" in capsys.readouterr().out
+
+
+def test_fault_text_reads_a_seeded_mix_a_script_and_latency():
+    from agentlab.sim.fault_text import parse_faults, parse_latency
+    mix = lambda: parse_faults("429:0.3,retry_after=2;truncate:0.2;refusal:0.1", seed=3)  # noqa: E731
+    a, b = mix(), mix()
+    draws = [a.next() for _ in range(2000)]
+    assert draws[:50] == [b.next() for _ in range(50)]  # seeded: the same sequence
+    kinds = [d.kind if d else "ok" for d in draws]
+    assert abs(kinds.count("rate_limit") / 2000 - 0.3) < 0.04 and kinds.count("refusal") > 100
+    assert next(d for d in draws if d and d.kind == "rate_limit").retry_after == 2.0
+    script = parse_faults("500;ok;malformed")
+    assert [s.kind if s else None for s in (script.next() for _ in range(4))] == [
+        "server_error", None, "malformed_arguments", None]
+    assert parse_latency("first_token_ms=300,time_scale=0.5") == sim.Latency(300, time_scale=0.5)
+    for bad in ("429:0.5;truncate", "429,wait=2", "teapot"):
+        with pytest.raises(ValueError):
+            parse_faults(bad)
+
+
+def test_latency_per_request_header(endpoint):
+    url, _ = endpoint
+    slow = {"X-Agentlab-Latency": "first_token_ms=600,jitter=0,tokens_per_second=0",
+            "X-Agentlab-Faults": "ok"}  # whatever the server's script still holds
+    with openai.OpenAI(base_url=url, api_key="x", max_retries=0, default_headers=slow) as c:
+        t0 = time.monotonic()
+        assert c.chat.completions.create(**BODY).choices[0].message.content
+        assert time.monotonic() - t0 >= 0.6  # the header's time to first token was waited
+        with pytest.raises(openai.BadRequestError) as info:
+            c.chat.completions.create(**BODY, extra_headers={"X-Agentlab-Latency": "speed=9"})
+    assert "bad latency item 'speed=9'" in str(info.value)

@@ -12,7 +12,9 @@ Taught in ``notebooks/11_checkpoints.ipynb``:
 - ``run_ids.py``: what a ``run_id`` looks like (``new_run_id``, ``check_run_id``);
 - ``calls.py``: a long run's ``tool_calls_made`` list, encoded once and saved in chunks;
 - ``safe_point.py``: when a history can be saved (and what ``load`` accepts as a
-  conversation); ``redact.py``: what never reaches disk (through ``agentlab.redaction``).
+  conversation); ``redact.py``: what never reaches disk (through ``agentlab.redaction``);
+- ``credentials.py``: a held turn's credential arguments, masked on disk, kept in this
+  process's memory for its resume (``credentials_not_saved`` anywhere else).
 """
 from .document import FORMAT_VERSION, Checkpoint
 from .durable import DurableExecutor, DurableRuns, ReplayedResult, attach, idempotency_key

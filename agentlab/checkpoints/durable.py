@@ -28,6 +28,12 @@ public seam (``agentlab.runtime.context``) and nowhere else; the loop does not k
    ``idempotency_key(run_id, call.id)``), and its result is recorded durably the moment it
    completes, before the next step: a process killed later never runs it again.
 
+Credentials (``credentials.py``): a paused run's held turn is saved with its credential
+arguments masked, like everything else; this process keeps them in memory, so a resume here
+runs the approved call with the real values. A resume elsewhere answers such a call without
+running it (``invalid_arguments``, the model is asked to call again) and the run records a
+``credentials_not_saved`` error: a tool never sees ``"[REDACTED]"`` as its password.
+
 Hooks and the executor never raise: a write that fails is recorded in ``result.errors`` (code
 ``checkpoint_write_failed``) and the run goes on. Saves and resumes are announced as extension
 events (``runtime.emit``): ``checkpoint_saved`` (turn, saved_due_to) and ``run_resumed``
@@ -50,6 +56,8 @@ from ..executor import ToolResult
 from ..executor.batch import ExecutorWrapper, ToolBatch, run_batch
 from ..redaction import client_api_key, register_secret
 from ..runtime.context import LAST_RUN_KEY, RunContext, idempotency_key
+from .credentials import (CredentialGuard, drop_credentials, keep_credentials, masked_calls,
+                          restore_credentials)
 from .resume_checks import check_metadata, same_task, task_digest
 from .safe_point import unsafe_index
 
@@ -102,7 +110,8 @@ class DurableRuns:
         runtime.on("run_start", self._run_start)
         runtime.on("turn_end", self._turn_end)
         runtime.on("run_end", self._run_end)
-        runtime.executor = DurableExecutor(runtime.executor, self)
+        self.credentials = CredentialGuard(runtime.executor, runtime)  # held calls' secrets
+        runtime.executor = DurableExecutor(self.credentials, self)
         runtime.checkpoints = checkpoints
 
     # -- 1. the resume phase
@@ -162,10 +171,13 @@ class DurableRuns:
         self._run_id = ctx.run_id
         cp, self._resumed = self._resumed, None
         if ctx.resumed_from is not None and cp is not None:
+            ctx.held_turn = restore_credentials(ctx.run_id, ctx.held_turn)  # kept here, if so
+            self.credentials.expect(masked_calls((ctx.held_turn or {}).get("message")))
             self.runtime.emit("run_resumed", checkpoint_revision=cp.revision, turn=cp.turn,
                               saved_due_to=cp.metadata.get("saved_due_to"))
             return
         self.claimed = set()
+        self.credentials.expect({})
         cm.run_id = ctx.run_id
         self.save(ctx, "start")
 
@@ -180,6 +192,10 @@ class DurableRuns:
             return  # this extension never saw the run start
         name = result.state.value  # finished, error, exhausted, cancelled, paused
         held = {"held_turn": ctx.held_turn} if ctx.held_turn is not None else {}  # a paused turn
+        if held:  # its credentials stay in this process's memory only (credentials.py)
+            keep_credentials(ctx.run_id, ctx.held_turn["message"])
+        else:
+            drop_credentials(ctx.run_id)
         self.save(ctx, "completed" if name == "finished" else name,
                   stopped_reason=result.stopped_reason, errors=list(ctx.errors), **held)
 

@@ -24,6 +24,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ..errors import ConfigError
+from ..redaction import redact
 
 __all__ = ["RunSpec", "RunRecords", "TERMINAL", "QUEUED", "RUNNING", "PAUSED", "new_fleet_run_id"]
 
@@ -114,9 +115,12 @@ class RunRecords:
         return self.get(run_id)
 
     def update(self, run_id: str, **fields: Any) -> None:
-        """Set fields (dicts and lists are stored as JSON) and ``updated_at``."""
+        """Set fields (dicts and lists are stored as JSON) and ``updated_at``.
+
+        What a worker writes (results, errors, a paused run's pending arguments) goes through
+        ``agentlab.redaction`` first: no key or credential argument reaches the record."""
         plain = {k: json.dumps(v) if isinstance(v, (dict, list)) else ("" if v is None else v)
-                 for k, v in fields.items()}
+                 for k, v in redact(fields).items()}
         plain["updated_at"] = time.time()
         self.client.hset(self.key(run_id), mapping=plain)
 

@@ -37,13 +37,14 @@ from openai.types.chat import ChatCompletion
 
 from ..errors import ConfigError, ProviderError
 from ..models import DEFAULT_MODEL
+from ..redaction import register_secret
 from .offline import offline_endpoint
 from .request import ROLES, build_body
 from .request import unencodable
 from .responses import LLMResponse, assistant_message, parse_completion
 from .retry import (ADVICE, RETRYABLE_CODES, Attempt, EmptyResponse, ErrorInBody,
                     StreamEndedEarly, backoff_delay, classify, describe, retry_after_s)
-from .stream import ChunkStream, StreamAssembler, not_a_stream
+from .stream import ChunkStream, StreamAssembler, as_stream, not_a_stream
 
 __all__ = ["LLMClient", "PLACEHOLDER_KEY", "OPENAI_URL"]
 
@@ -74,6 +75,8 @@ class LLMClient:
     Args:
         model: model name sent with every request.
         base_url, api_key: for the ``openai.OpenAI`` built here (ignored when ``client`` is given).
+            The key (this one, and the one of a ``client`` given) is registered with
+            ``agentlab.redaction``: masked in everything agentlab writes and in its errors.
         max_retries: retries after the first attempt (so at most ``max_retries + 1`` requests).
         retry_base_delay: backoff base in seconds (ceiling of the first retry's jittered delay).
         timeout: seconds allowed per request.
@@ -108,6 +111,8 @@ class LLMClient:
         else:
             client = client.with_options(max_retries=0)  # ours are the only retries
         self.client = client
+        for key in (api_key, getattr(client, "api_key", None)):  # however it was given: it
+            register_secret(key)  # never reaches a file, an export or an error (redaction)
         self.endpoint_note = endpoint_note
         self._rng = random.Random(seed)
         self._id_rng = random.Random(None if seed is None else f"ids-{seed}")
@@ -307,7 +312,13 @@ class LLMClient:
                 odd = not_a_stream(chunks.response)
                 if odd is not None:
                     chunks.close()
-                    raise odd
+                    if isinstance(odd, Exception):
+                        raise odd
+                    parts = as_stream(parse_completion(odd))  # a whole completion: the answer
+                    self._record(call, n, started, 200, None, 0.0)
+                    yield from parts[:-1]
+                    yield self._unique_ids(parts[-1], messages)
+                    return
                 try:
                     for chunk in chunks:
                         text = acc.add(chunk)

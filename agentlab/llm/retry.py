@@ -17,6 +17,8 @@ from typing import Any
 
 import openai
 
+from ..redaction import redact, redact_text
+
 __all__ = ["RETRYABLE_STATUS", "RETRYABLE_CODES", "ADVICE", "Attempt", "should_retry",
            "backoff_delay", "classify", "retry_after_s", "describe", "StreamEndedEarly",
            "EmptyResponse", "ErrorInBody"]
@@ -205,7 +207,8 @@ def _server_message(exc: Exception) -> str:
 
 def describe(exc: Exception, code: str, status: int | None, host: str) -> tuple[str, dict]:
     """``(message head, details)`` for a ``ProviderError``: status or exception type, the host,
-    the server's message. The caller appends why it gave up and the advice."""
+    the server's message. The caller appends why it gave up and the advice. Secrets are
+    masked (``agentlab.redaction``): a 401 body may echo the API key it refused."""
     request = getattr(exc, "request", None)
     url = getattr(request, "url", None)
     if url is not None:
@@ -229,5 +232,5 @@ def describe(exc: Exception, code: str, status: int | None, host: str) -> tuple[
     if url is not None:
         port = f":{url.port}" if url.port else ""
         details["url"] = f"{url.scheme}://{url.host}{port}{url.path}"  # no query string
-    head = f"{label} from {host}"
-    return head + (f": {said}" if said else ""), details
+    head = f"{label} from {host}" + (f": {said}" if said else "")
+    return redact_text(head), redact(details)

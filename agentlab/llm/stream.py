@@ -14,8 +14,9 @@ with ``choices: []``, then ``data: [DONE]``. ``StreamAssembler`` turns them into
 
 ``ChunkStream`` is the SDK's own SSE stream class with one addition: it notes whether the
 ``data: [DONE]`` line arrived (the SDK consumes that line silently). ``not_a_stream`` reads a 200
-that is not an event stream at all (a login page, a JSON error object) so that it fails with
-the server's words rather than as an empty stream.
+that is not an event stream at all: a login page or a JSON error object fails with the
+server's words rather than as an empty stream, and a whole (non-stream) completion is the
+answer, as real clients take it.
 """
 from __future__ import annotations
 
@@ -23,13 +24,13 @@ import json
 from typing import Any, Iterator
 
 import openai
-from openai.types.chat import ChatCompletionChunk
+from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
 from .retry import ErrorInBody
 from .responses import (LEGACY_FINISH, LLMResponse, ToolCall, arguments_text, parse_arguments,
                         usage_dict)
 
-__all__ = ["ChunkStream", "StreamAssembler", "not_a_stream"]
+__all__ = ["ChunkStream", "StreamAssembler", "not_a_stream", "as_stream"]
 
 
 class ChunkStream(openai.Stream[ChatCompletionChunk]):
@@ -44,24 +45,36 @@ class ChunkStream(openai.Stream[ChatCompletionChunk]):
             yield event
 
 
-def not_a_stream(response: Any) -> ErrorInBody | None:
-    """The error for a 200 answer to a streamed request that is no event stream: its JSON
-    ``error`` object, or the first bytes of its text; None for an event stream (or a JSON
-    body without an error, which the SSE reader then finds empty). An event stream sent
-    under another content type is read whole first, then as a stream."""
+def not_a_stream(response: Any) -> ErrorInBody | ChatCompletion | None:
+    """What a 200 answer to a streamed request is when it is no event stream: the error (its
+    JSON ``error`` object, or the first bytes of its text), or a whole chat completion (a
+    server that ignores ``"stream": true``; the SDK's own parser and real clients take it as
+    the answer); None for an event stream. An event stream sent under another content type
+    is read whole first, then as a stream."""
     kind = response.headers.get("content-type", "")
     if "text/event-stream" in kind or not kind:
         return None
-    text = response.read()[:4096].decode("utf-8", "replace")  # kept: the SSE reader sees it too
+    raw = response.read()  # kept: the SSE reader sees it too
+    text = raw[:4096].decode("utf-8", "replace")
     if text.lstrip().startswith(("data:", "event:", ":", "id:", "retry:")):
         return None  # an event stream under another content type: read it as one
     try:
-        data = json.loads(text)
+        data = json.loads(raw)
     except (ValueError, RecursionError):
         return ErrorInBody(text)
+    if isinstance(data, dict) and isinstance(data.get("choices"), list) and data["choices"]:
+        return ChatCompletion.construct(**data)  # a whole completion: parse_completion reads it
     error = data.get("error") if isinstance(data, dict) else None
     return ErrorInBody(error if isinstance(error, dict) else {"message": str(error)}) \
         if error is not None else None
+
+
+def as_stream(response: LLMResponse) -> list[LLMResponse]:
+    """A whole completion as ``LLMClient.stream()`` yields an answer: its text as one delta
+    (if any), then the final response (``content=None``, the calls, usage, finish reason)."""
+    text = [LLMResponse(content=response.content)] if response.content else []
+    return [*text, LLMResponse(None, response.tool_calls, response.usage,
+                               response.finish_reason, response.refusal)]
 
 
 def _whole_json(raw: str) -> bool:

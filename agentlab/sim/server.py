@@ -13,8 +13,15 @@ uvicorn (h11), in a background thread. What that buys, and what is added here:
 * a request-size limit (413, checked on ``Content-Length`` before reading and while reading),
   a body-read timeout (408) and a header timeout that closes a connection that never finishes
   its request line and headers (slowloris);
+* a budget for the bodies held at once (``body_budget_bytes``, 64 MB): a request waits for its
+  share before its body is read, so ten concurrent 30 MB bodies peak at ~0.4 GB, not
+  ~1.2 GB (``benchmarks/bench_serve.py --memory``); ``Content-Length`` together with
+  ``Transfer-Encoding`` is a 400 at once (the length is ambiguous), not a 408 after 30 s;
+* faults and latency per request (headers ``X-Agentlab-Faults``/``X-Agentlab-Latency``, read
+  by ``fault_text.overrides``) on a simulator built for it, as ``agentlab serve`` builds one;
 * a JSON 400 for every malformed request, including the ones the HTTP parser itself refuses
-  (a bad ``Content-Length``, a broken request line): no dropped connection, no traceback;
+  (a bad ``Content-Length``, a broken request line; ``protocol.py``): no dropped connection,
+  no traceback;
 * one access-log line per request: client, method, path, status, milliseconds.
 
 A ``"timeout"`` fault stalls the request (until the client gives up, ``stall_s`` passes or the
@@ -23,8 +30,8 @@ failure does. Nothing starts until ``serve()`` is entered.
 """
 from __future__ import annotations
 
+import asyncio
 import errno
-import json
 import logging
 import socket
 import threading
@@ -33,49 +40,93 @@ from contextlib import contextmanager
 from typing import Any, Callable, Iterator
 
 from ..errors import ConfigError
+from .fault_text import FAULTS_HEADER, LATENCY_HEADER, overrides
+from .protocol import JSON_HEADERS as _JSON, error_body as _error_body, protocol_class
 from .replies import sse
-from .strict import api_error
 
-__all__ = ["serve", "build_app", "MAX_BODY_BYTES", "BACKLOG"]
+__all__ = ["serve", "build_app", "MAX_BODY_BYTES", "BODY_BUDGET_BYTES", "BACKLOG"]
 
 #: Largest request body accepted (bytes); larger ones get a 413 without being read.
 MAX_BODY_BYTES = 32 * 1024 * 1024
+#: Request bodies held at once (bytes): ten concurrent 30 MB bodies wait their turn.
+BODY_BUDGET_BYTES = 64 * 1024 * 1024
 #: Listen backlog: connections the kernel queues while the server is busy.
 BACKLOG = 2048
-_JSON = [(b"content-type", b"application/json")]
 _QUIET = ("ASGI callable returned without completing response.",)  # our deliberate drops
-
-
-def _error_body(status: int, message: str, code: str | None = None) -> bytes:
-    kind = "server_error" if status >= 500 else "invalid_request_error"
-    return json.dumps(api_error(message, type=kind, code=code)).encode()
 
 
 class _TooLarge(Exception):
     pass
 
 
+class _Budget:
+    """Bytes of request bodies held at once (read, parsed, answered); 0: no bound.
+
+    A request takes its declared ``Content-Length`` (a chunked one, whose size is unknown,
+    ``max_body_bytes``) before its body is read and gives it back once the simulator has
+    answered; one that does not fit waits in its socket's buffer, not in our memory. A body
+    alone is always let in, so a budget below ``max_body_bytes`` cannot block forever."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit, self.used = limit, 0
+        self._cond: asyncio.Condition | None = None  # made on the server's loop
+
+    async def take(self, n: int) -> int:
+        if self.limit <= 0:
+            return 0
+        self._cond = self._cond or asyncio.Condition()
+        async with self._cond:
+            await self._cond.wait_for(lambda: self.used == 0 or self.used + n <= self.limit)
+            self.used += n
+        return n
+
+    async def give(self, n: int) -> None:
+        if n and self._cond is not None:
+            async with self._cond:
+                self.used -= n
+                self._cond.notify_all()
+
+
 def build_app(sim: Any, *, access_log: Callable[[str], None] | None = None,
               max_body_bytes: int = MAX_BODY_BYTES, body_timeout_s: float = 30.0,
-              stopping: threading.Event | None = None) -> Callable:
-    """The ASGI app answering every path through ``sim.handle`` (usable with any ASGI server)."""
+              stopping: threading.Event | None = None,
+              body_budget_bytes: int = BODY_BUDGET_BYTES,
+              request_log_limit: int | None = None) -> Callable:
+    """The ASGI app answering every path through ``sim.handle`` (usable with any ASGI server).
+
+    ``request_log_limit``: keep only the last N entries of ``sim.requests`` (None: all; a
+    long-running server that nobody reads the log of, such as ``agentlab serve``, keeps 0)."""
     import anyio  # lazy: heavy
     from starlette.concurrency import run_in_threadpool  # lazy: heavy
     from starlette.requests import ClientDisconnect, Request  # lazy: heavy
 
     stopping = stopping or threading.Event()
+    budget = _Budget(body_budget_bytes)
 
-    async def read_body(request: Request) -> bytes:
-        declared = request.headers.get("content-length")
-        if declared is not None and declared.isdigit() and int(declared) > max_body_bytes:
-            raise _TooLarge(int(declared))
-        parts, size = [], 0
+    async def read_body(request: Request) -> bytearray:
+        body = bytearray()  # one buffer, grown in place: no list of pieces joined at the end
         async for piece in request.stream():
-            size += len(piece)
-            if size > max_body_bytes:
-                raise _TooLarge(size)
-            parts.append(piece)
-        return b"".join(parts)
+            if len(body) + len(piece) > max_body_bytes:
+                raise _TooLarge(len(body) + len(piece))
+            body += piece
+        return body
+
+    async def read_and_handle(request: Request) -> Any:
+        """Read the body within the budget and have the simulator answer it."""
+        declared = request.headers.get("content-length")
+        size = int(declared) if declared is not None and declared.isdigit() else max_body_bytes
+        if size > max_body_bytes:
+            raise _TooLarge(size)
+        taken = await budget.take(size)
+        try:
+            with anyio.fail_after(body_timeout_s):
+                raw = await read_body(request)
+            reply = await run_in_threadpool(sim.handle, request.method, request.url.path, raw)
+        finally:
+            await budget.give(taken)
+        if request_log_limit is not None and len(sim.requests) > request_log_limit:
+            del sim.requests[:len(sim.requests) - request_log_limit]  # bodies held by the log
+        return reply
 
     async def answer(request: Request, send: Callable, note: dict) -> None:
         async def start(status: int, headers: list) -> None:
@@ -86,9 +137,18 @@ def build_app(sim: Any, *, access_log: Callable[[str], None] | None = None,
             await start(status, [*headers, (b"content-length", str(len(body)).encode())])
             await send({"type": "http.response.body", "body": body})
 
+        if "content-length" in request.headers and "transfer-encoding" in request.headers:
+            return await whole(400, _error_body(400, "The request has both Content-Length and "
+                                                "Transfer-Encoding: its length is ambiguous "
+                                                "(RFC 9112, 6.3); send one of them."),
+                               [*_JSON, (b"connection", b"close")])  # the framing is unknown
         try:
-            with anyio.fail_after(body_timeout_s):
-                raw = await read_body(request)
+            with overrides(request.headers.get(FAULTS_HEADER),
+                           request.headers.get(LATENCY_HEADER)):
+                reply = await read_and_handle(request)
+        except ValueError as bad:  # the per-request faults or latency header
+            return await whole(400, _error_body(400, f"Bad {FAULTS_HEADER} or {LATENCY_HEADER} "
+                                                f"header: {bad}"))
         except _TooLarge as big:
             return await whole(413, _error_body(413, f"Request body too large: {big.args[0]} "
                                                 f"bytes; this server accepts at most "
@@ -99,7 +159,6 @@ def build_app(sim: Any, *, access_log: Callable[[str], None] | None = None,
         except ClientDisconnect:
             note["status"] = "client gone"
             return
-        reply = await run_in_threadpool(sim.handle, request.method, request.url.path, raw)
         headers = [(k.lower().encode(), str(v).encode()) for k, v in reply.headers.items()]
         if reply.action is not None:  # "timeout" / "disconnect": no complete response at all
             if reply.action == "timeout":
@@ -144,81 +203,6 @@ def build_app(sim: Any, *, access_log: Callable[[str], None] | None = None,
     return app
 
 
-def _protocol_class(header_timeout_s: float, access_log: Callable[[str], None] | None) -> type:
-    """uvicorn's h11 protocol with a header deadline and JSON 400s from the HTTP parser."""
-    import h11  # lazy: heavy
-    from uvicorn.protocols.http.h11_impl import H11Protocol  # lazy: heavy
-
-    class Protocol(H11Protocol):
-        _deadline: Any = None
-        _cycle_at_arm: Any = None
-        _partial = False
-
-        def connection_made(self, transport: Any) -> None:
-            super().connection_made(transport)
-            self._arm()
-
-        def _arm(self) -> None:
-            # A request must finish its request line and headers within header_timeout_s of
-            # the connection (or of the previous response): a slowloris client is closed.
-            self._cycle_at_arm, self._partial = self.cycle, False
-            self._deadline = self.loop.call_later(header_timeout_s, self._too_slow)
-
-        def _too_slow(self) -> None:
-            if self.cycle is not self._cycle_at_arm or self.transport.is_closing():
-                return
-            if self._partial:  # part of a request came, too slowly: say so, then close
-                body = _error_body(408, f"The request headers did not arrive within "
-                                        f"{header_timeout_s:g} s.", "request_timeout")
-                self.transport.write(b"HTTP/1.1 408 Request Timeout\r\ncontent-type: "
-                                     b"application/json\r\nconnection: close\r\n"
-                                     b"content-length: " + str(len(body)).encode()
-                                     + b"\r\n\r\n" + body)
-                if access_log is not None:
-                    peer = self.client or ("-", 0)
-                    access_log(f"{peer[0]}:{peer[1]} - - 408 (headers too slow)")
-            self.transport.close()
-
-        def data_received(self, data: bytes) -> None:
-            super().data_received(data)
-            if self._deadline is not None and self.cycle is not self._cycle_at_arm:
-                self._deadline.cancel()  # the next request's headers are in
-                self._deadline = None
-            elif self._deadline is not None:
-                self._partial = True
-
-        def on_response_complete(self) -> None:
-            super().on_response_complete()
-            if not self.transport.is_closing():
-                self._arm()
-
-        def connection_lost(self, exc: Exception | None) -> None:
-            if self._deadline is not None:
-                self._deadline.cancel()
-            super().connection_lost(exc)
-
-        def send_400_response(self, msg: str) -> None:  # the HTTP parser refused the request
-            body = _error_body(400, f"We could not parse your HTTP request: {msg}")
-            headers = [*_JSON, (b"content-length", str(len(body)).encode()),
-                       (b"connection", b"close")]
-            for event in (h11.Response(status_code=400, headers=headers, reason=b"Bad Request"),
-                          h11.Data(data=body), h11.EndOfMessage()):
-                try:
-                    self.transport.write(self.conn.send(event))
-                except h11.LocalProtocolError:  # the parser is in an error state: write raw
-                    self.transport.write(b"HTTP/1.1 400 Bad Request\r\ncontent-type: "
-                                         b"application/json\r\nconnection: close\r\n"
-                                         b"content-length: " + str(len(body)).encode()
-                                         + b"\r\n\r\n" + body)
-                    break
-            self.transport.close()
-            if access_log is not None:
-                peer = self.client or ("-", 0)
-                access_log(f"{peer[0]}:{peer[1]} - - 400 (unparsable request: {msg})")
-
-    return Protocol
-
-
 class _Quiet(logging.Filter):
     """uvicorn's own log: forward warnings to the access log, drop our deliberate drops."""
 
@@ -259,7 +243,8 @@ def _bind(host: str, port: int, backlog: int) -> socket.socket:
 def serve(sim: Any, host: str = "127.0.0.1", port: int = 0, *,
           access_log: Callable[[str], None] | None = None, max_body_bytes: int = MAX_BODY_BYTES,
           header_timeout_s: float = 10.0, body_timeout_s: float = 30.0,
-          backlog: int = BACKLOG) -> Iterator[str]:
+          backlog: int = BACKLOG, body_budget_bytes: int = BODY_BUDGET_BYTES,
+          request_log_limit: int | None = None) -> Iterator[str]:
     """Run ``sim`` as an HTTP server in a background thread; yield ``http://HOST:PORT/v1``.
 
     ``port=0`` picks a free port; a port in use raises ``ConfigError`` (code ``port_in_use``).
@@ -271,8 +256,9 @@ def serve(sim: Any, host: str = "127.0.0.1", port: int = 0, *,
     sock = _bind(host, port, backlog)
     stopping = threading.Event()
     app = build_app(sim, access_log=access_log, max_body_bytes=max_body_bytes,
-                    body_timeout_s=body_timeout_s, stopping=stopping)
-    config = uvicorn.Config(app, http=_protocol_class(header_timeout_s, access_log), ws="none",
+                    body_timeout_s=body_timeout_s, stopping=stopping,
+                    body_budget_bytes=body_budget_bytes, request_log_limit=request_log_limit)
+    config = uvicorn.Config(app, http=protocol_class(header_timeout_s, access_log), ws="none",
                             lifespan="off", log_config=None, access_log=False, backlog=backlog,
                             timeout_keep_alive=5, timeout_graceful_shutdown=2)
     quiet = _Quiet(access_log)
