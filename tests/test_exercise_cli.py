@@ -211,3 +211,29 @@ def _graded_processes() -> list[int]:
         except (psutil.Error, OSError):
             continue
     return found
+
+
+def test_release_writes_student_copies_and_no_master(tmp_path):
+    assert cli.main(["exercise", "release", str(tmp_path / "rel")]) == 0
+    written = sorted(p.relative_to(tmp_path / "rel").as_posix()
+                     for p in (tmp_path / "rel").rglob("*") if p.is_file())
+    assert written == sorted(m.name for m in generate.masters())
+    for path in (tmp_path / "rel").iterdir():
+        text = path.read_text()
+        assert "BEGIN SOLUTION" not in text and "raise NotImplementedError" in text
+
+
+def test_a_killed_batch_resumes_without_grading_a_notebook_twice(tmp_path):
+    cls, out = tmp_path / "class", tmp_path / "out"
+    for student in ("alice", "bob"):
+        (cls / student).mkdir(parents=True)
+        (cls / student / "01_backoff.ipynb").write_text(json.dumps(
+            generate.student_copy(json.loads(MASTER.read_text()), "01_backoff")))
+    out.mkdir()
+    (out / "grades.csv").write_text("student,exercise,passed,total,status,notebook,detail\n"
+                                    "alice,01_backoff,7,20,failed,alice/01_backoff.ipynb,\n")
+    done = _run("grade", str(cls), "--timeout", "60", "--out", str(out))
+    assert done.returncode == 0, done.stdout + done.stderr
+    rows = list(csv.DictReader((out / "grades.csv").open()))
+    assert [(r["student"], r["passed"]) for r in rows] == [("alice", "7"), ("bob", "0")]
+    assert "alice/01_backoff.ipynb" not in done.stdout  # not run again
