@@ -131,3 +131,14 @@ def test_a_killed_call_is_recorded_by_a_durable_run_so_it_is_never_rerun(clean, 
     call_id = r.tool_calls_made[0]["id"]
     logged = cm.get_tool_result(r.run_id, call_id)
     assert logged["error_code"] == "tool_timeout" and "outcome is unknown" in logged["result"]
+
+
+def test_a_worker_started_by_a_thread_that_ended_still_serves_calls(clean):
+    """PR_SET_PDEATHSIG follows the parent *thread*: pool workers must not use it."""
+    import threading
+    pool = pool_for(POLICY)
+    t = threading.Thread(target=pool.warm)
+    t.start()
+    t.join()
+    time.sleep(0.2)
+    assert pool.call(demo.noop, {}) == "ok" and pool.workers_started == 1

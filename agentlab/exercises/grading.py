@@ -140,6 +140,7 @@ def grade_notebook(path: Path, master: Path, *, wall_s: float = 120.0,
     group, state = make(MAX_PROCS), {"status": "ok", "bytes": 0}
     config = {"memory_mb": 4096, "cpu_s": int(wall_s) + 5, "file_mb": 64,
               "max_procs": MAX_PROCS, "cgroup": group, "network": False, "pid_ns": True,
+              "die_with_parent": True,
               "hide": [h for h in hide if os.path.isdir(h) and not  # never the kernel's own
                        Path(work).is_relative_to(h)], "workdir": work}
     env = {**sandbox_env(()), "HOME": work, "TMPDIR": work, "IPYTHONDIR": work,

@@ -11,8 +11,9 @@ of a grading kernel) before any untrusted code, in this order:
    outside); as a normal user a user namespace comes first, else they need root;
 3. resource limits: ``RLIMIT_AS`` (memory), ``RLIMIT_CPU``, ``RLIMIT_FSIZE``, ``RLIMIT_NPROC``
    (used when no cgroup could be made; root ignores it), ``RLIMIT_CORE`` 0;
-4. ``PR_SET_CHILD_SUBREAPER`` and ``PR_SET_PDEATHSIG``: orphans stay below it; it dies with
-   its parent.
+4. ``PR_SET_CHILD_SUBREAPER``: orphans stay below it; with ``die_with_parent``,
+   ``PR_SET_PDEATHSIG`` too (it dies with the thread that started it, so a pool's workers,
+   started from passing threads, end at the end of their pipe instead).
 
 Each step that the OS refuses is *reported*, never skipped silently: ``confine`` returns one
 line per aspect, and ``capabilities()`` (which runs ``confine`` in a throw-away process)
@@ -139,7 +140,8 @@ def confine(config: dict) -> dict[str, Any]:
     _namespaces(libc, config, report)
     _rlimits(config, report)
     libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
-    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if config.get("die_with_parent"):  # the signal follows the parent *thread*: a pool's
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)  # workers end at pipe EOF
     return report
 
 
