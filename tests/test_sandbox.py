@@ -54,7 +54,7 @@ def test_a_hung_tool_is_killed_at_its_timeout_and_never_writes(clean, tmp_path):
     took = time.monotonic() - t0
     assert r.error_code == "tool_timeout" and 0.9 < took < 1.8, (r, took)
     assert "killed with every process it started" in r.result
-    assert "outcome is unknown" in r.result
+    assert "outcome is unknown" in r.result and "not retried automatically" in r.result
     time.sleep(max(0.0, 3.5 - (time.monotonic() - t0)))  # past the tool's own 2.5 s
     assert not target.exists()
 
@@ -142,3 +142,18 @@ def test_a_worker_started_by_a_thread_that_ended_still_serves_calls(clean):
     t.join()
     time.sleep(0.2)
     assert pool.call(demo.noop, {}) == "ok" and pool.workers_started == 1
+
+
+def test_a_cancelled_run_kills_the_sandboxed_call(clean, tmp_path):
+    import threading
+    target = tmp_path / "late.txt"
+    ex = executor_for(demo.hang_then_write, timeout=10.0, side_effects=True)
+    cancel = threading.Event()
+    threading.Timer(0.3, cancel.set).start()
+    t0 = time.monotonic()
+    [r] = ex.execute([ToolCall("c1", "hang_then_write", {"path": str(target), "seconds": 1.0})],
+                     cancel=cancel)
+    assert r.error_code == "cancelled" and time.monotonic() - t0 < 0.8
+    assert "killed with every process it started" in r.result
+    time.sleep(1.2)
+    assert not target.exists()

@@ -94,8 +94,11 @@ def side_by_side(kind: str, *, timeout_s: float = 1.0, policy: SandboxPolicy | N
             before = _children()
             ending, took, _ = _run(demo.fork_bomb, {"children": 30 if small else 200,
                                                     "seconds": 3.0}, timeout_s, pol)
-            left = len(_children() - before)
-            out[side] = outcome(ending, took, f"{left} processes still running after the call",
+            left, started = len(_children() - before), 30 if small else 200
+            # "at least 25": in a busy Jupyter kernel one or two of the 30 are sometimes not
+            # seen by the count, so the text states what is sure
+            seen = f"at least 25 of {started}" if left >= 25 else f"{left} of {started}"
+            out[side] = outcome(ending, took, f"{seen} processes still running after the call",
                                 left)
         elif kind == "infinite output":
             if small:  # a thread printing forever would never stop: not run

@@ -31,7 +31,8 @@ class SandboxFuture(concurrent.futures.Future):
 
     #: How the executor words a stopped call (see ``ToolExecutor._abandon``).
     stop_words = ("killed with every process it started",
-                  "Its outcome is unknown: it may have done part of its work")
+                  "Its outcome is unknown (it may have done part of its work; it is not retried "
+                  "automatically)")
 
     def __init__(self) -> None:
         super().__init__()
