@@ -45,6 +45,7 @@ def make(max_procs: int) -> str | None:
     if root is None:
         return None
     path = root / "agentlab-sandbox" / uuid.uuid4().hex[:12]
+    _sweep(path.parent)
     try:
         path.mkdir(parents=True)
         (path / "pids.max").write_text(str(int(max_procs)))
@@ -52,6 +53,24 @@ def make(max_procs: int) -> str | None:
     except OSError:
         remove(str(path))
         return None
+
+
+def _sweep(parent: Path, age_s: float = 60.0) -> None:
+    """Remove empty cgroups left by sandboxes whose owner died without cleaning up (a kernel
+    killed with SIGKILL runs no ``atexit``); only ones older than ``age_s``, so a cgroup that
+    another process has just made for a worker still starting is never taken."""
+    try:
+        children = list(parent.iterdir())
+    except OSError:
+        return
+    now = time.time()
+    for child in children:
+        try:
+            if child.is_dir() and now - child.stat().st_mtime > age_s and \
+                    not _read(child / "cgroup.procs").strip():
+                child.rmdir()
+        except OSError:
+            continue
 
 
 def join(path: str | None, max_procs: int) -> str:
