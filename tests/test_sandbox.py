@@ -157,3 +157,20 @@ def test_a_cancelled_run_kills_the_sandboxed_call(clean, tmp_path):
     assert "killed with every process it started" in r.result
     time.sleep(1.2)
     assert not target.exists()
+
+
+def test_a_refused_namespace_is_reported_never_silently(monkeypatch):
+    """Where unshare is refused (macOS has none; a container may forbid it), the report says
+    so in words instead of leaving the line out."""
+    import ctypes
+    from agentlab.sandbox import limits
+
+    class RefusingLibc:
+        def unshare(self, flags):
+            ctypes.set_errno(1)  # EPERM
+            return -1
+
+    report: dict = {}
+    limits._namespaces(RefusingLibc(), {"network": False, "pid_ns": True}, report)
+    assert report["network"] == "not isolated (unshare refused: Operation not permitted)"
+    assert report["processes"] == "shared pid namespace (Operation not permitted)"
