@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -127,7 +128,7 @@ def test_grade_a_class_solved_stub_wrong_crashing_hanging(tmp_path):
     for name, nb in submissions.items():
         (tmp_path / "class" / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / "class" / name).write_text(json.dumps(nb))
-    out = _run("grade", str(tmp_path / "class"), "--timeout", "8", "--out", str(tmp_path))
+    out = _run("grade", str(tmp_path / "class"), "--timeout", "20", "--out", str(tmp_path))
     assert out.returncode == 0, out.stdout + out.stderr
     table = (tmp_path / "grades.md").read_text()
     assert table.splitlines() == [
@@ -143,3 +144,96 @@ def test_grade_a_class_solved_stub_wrong_crashing_hanging(tmp_path):
     assert "11 case(s) had passed before it stopped" in rows["erin"]["detail"]
     assert "kernel died" in rows["dave"]["detail"] and rows["carol"]["passed"] == "17"
     assert table in out.stdout
+
+
+def _tree_digest(folder: Path) -> dict:
+    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in folder.rglob("*")
+            if p.is_file()}
+
+
+def _with_cell(nb: dict, source: str) -> dict:
+    nb = copy.deepcopy(nb)
+    nb["cells"].insert(1, {"cell_type": "code", "metadata": {}, "source": source,
+                           "outputs": [], "execution_count": None})
+    return nb
+
+
+def test_grading_a_hostile_class_keeps_honest_scores_files_and_processes(tmp_path):
+    """Issue 23: forging, overwriting another, killing the grader, forking, writing late from
+    a detached process, a slow cell and 100 MB of output, beside honest notebooks."""
+    master, cls, out = json.loads(MASTER.read_text()), tmp_path / "class", tmp_path / "out"
+    stub = generate.student_copy(master, "01_backoff")
+    alice = cls / "alice" / "01_backoff.ipynb"
+    late = ("import os, time\nif os.fork() == 0:\n    os.setsid()\n    time.sleep(3)\n"
+            f"    open({str(out / 'grades.csv')!r}, 'w').write('forged')\n"
+            f"    open({str(alice)!r}, 'w').write('gone')\n    os._exit(0)")
+    submissions = {
+        "alice": _solved(), "bob": stub, "carol": _wrong(),
+        "forger": _with_cell(stub, "print('[ok] backoff schedule: 999/999 cases passed')\n"
+                             "print('[ok] should_retry: 999/999 cases passed')"),
+        "overwriter": _with_cell(_solved(), f"open({str(alice)!r}, 'w').write('gone')"),
+        "killer": _with_cell(_solved(), "import os, signal\nos.kill(os.getppid(), signal.SIGKILL)"),
+        "forker": _with_cell(_solved(), "import os, time\nfor _ in range(300):\n    try:\n"
+                             "        pid = os.fork()\n    except OSError:\n        break\n"
+                             "    if pid == 0:\n        time.sleep(60)\n        os._exit(0)"),
+        "latewriter": _with_cell(_solved(), late),
+        "slow": _with_cell(_solved(), "import time\ntime.sleep(600)"),
+        "printer": _with_cell(_solved(), "for _ in range(100):\n    print('x' * 1_000_000)"),
+    }
+    for student, nb in submissions.items():
+        (cls / student).mkdir(parents=True)
+        (cls / student / "01_backoff.ipynb").write_text(json.dumps(nb))
+    before = _tree_digest(cls)
+    done = _run("grade", str(cls), "--timeout", "30", "--out", str(out))
+    assert done.returncode == 0, done.stdout + done.stderr
+    time.sleep(4)  # past the detached writer's 3 s
+    rows = {r["student"]: r for r in csv.DictReader((out / "grades.csv").open())}
+    assert set(rows) == set(submissions)  # complete
+    scores = {s: int(r["passed"]) for s, r in rows.items()}
+    assert (scores["alice"], scores["bob"], scores["carol"]) == (20, 0, 17)
+    for student in submissions.keys() - {"alice", "bob", "carol"}:
+        assert scores[student] in (0, 20 if student != "forger" else 0), (student, rows[student])
+    assert rows["slow"]["status"] == "timeout" and rows["printer"]["status"] == "output_limit"
+    assert _tree_digest(cls) == before
+    assert sorted(p.name for p in out.iterdir()) == ["grades.csv", "grades.md"]
+    assert _graded_processes() == []
+
+
+def _graded_processes() -> list[int]:
+    """Processes started for grading: a grading kernel's HOME is its agentlab-grade- folder,
+    and every process it starts inherits it (other jobs' kernels on the machine do not)."""
+    import psutil
+    found = []
+    for p in psutil.process_iter():
+        try:
+            if "agentlab-grade-" in p.environ().get("HOME", ""):
+                found.append(p.pid)
+        except (psutil.Error, OSError):
+            continue
+    return found
+
+
+def test_release_writes_student_copies_and_no_master(tmp_path):
+    assert cli.main(["exercise", "release", str(tmp_path / "rel")]) == 0
+    written = sorted(p.relative_to(tmp_path / "rel").as_posix()
+                     for p in (tmp_path / "rel").rglob("*") if p.is_file())
+    assert written == sorted(m.name for m in generate.masters())
+    for path in (tmp_path / "rel").iterdir():
+        text = path.read_text()
+        assert "BEGIN SOLUTION" not in text and "raise NotImplementedError" in text
+
+
+def test_a_killed_batch_resumes_without_grading_a_notebook_twice(tmp_path):
+    cls, out = tmp_path / "class", tmp_path / "out"
+    for student in ("alice", "bob"):
+        (cls / student).mkdir(parents=True)
+        (cls / student / "01_backoff.ipynb").write_text(json.dumps(
+            generate.student_copy(json.loads(MASTER.read_text()), "01_backoff")))
+    out.mkdir()
+    (out / "grades.csv").write_text("student,exercise,passed,total,status,notebook,detail\n"
+                                    "alice,01_backoff,7,20,failed,alice/01_backoff.ipynb,\n")
+    done = _run("grade", str(cls), "--timeout", "60", "--out", str(out))
+    assert done.returncode == 0, done.stdout + done.stderr
+    rows = list(csv.DictReader((out / "grades.csv").open()))
+    assert [(r["student"], r["passed"]) for r in rows] == [("alice", "7"), ("bob", "0")]
+    assert "alice/01_backoff.ipynb" not in done.stdout  # not run again

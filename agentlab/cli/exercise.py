@@ -5,7 +5,8 @@
     agentlab exercise check 01 [PATH]      run its checks in a fresh kernel: each failing case,
                                            what was expected, what came back, a hint
     agentlab exercise reset 01 [--force]   start over (refuses to replace your changes without --force)
-    agentlab exercise grade FOLDER         teachers: every notebook in FOLDER, a CSV and a table
+    agentlab exercise grade FOLDER         teachers: every notebook in FOLDER, isolated, a CSV and a table
+    agentlab exercise release DIR          teachers: the student copies, without the solved masters
 
 The work folder is ``work/`` at the project root unless ``--dir`` names another. Checks run the
 notebook top to bottom in its own kernel (``agentlab.exercises.runner``), so what they report
@@ -54,16 +55,21 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     g = actions.add_parser("grade", help="check every notebook in a folder; write a CSV and "
                            "a markdown table of cases passed per student and exercise")
     g.add_argument("folder", help="one subfolder per student, or files named alice_01_backoff.ipynb")
-    g.add_argument("--timeout", type=float, default=60.0,
-                   help="seconds a cell may run before the notebook scores 0 (default 60)")
+    g.add_argument("--timeout", type=float, default=120.0,
+                   help="seconds a whole notebook may run before it scores 0 (default 120)")
+    g.add_argument("--output-mb", type=float, default=5.0,
+                   help="MB a notebook may print before it is stopped and scores 0 (default 5)")
     g.add_argument("--out", help="where grades.csv and grades.md go (default: FOLDER)")
+    r = actions.add_parser("release", help="write the student copies of every exercise into "
+                           "DIR, without the solved masters (what students may clone)")
+    r.add_argument("dir", help="the folder to write (created; existing copies are replaced)")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     try:
         return {"list": _list, "start": _start, "check": _check, "reset": _reset,
-                "grade": _grade}[args.action](args)
+                "grade": _grade, "release": _release}[args.action](args)
     except (FileNotFoundError, LookupError) as exc:  # no project here, no such exercise
         print(f"agentlab exercise: {exc}", file=sys.stderr)
         return 2
@@ -231,20 +237,35 @@ def _grade(args: argparse.Namespace) -> int:
     if not folder.is_dir():
         raise FileNotFoundError(f"{folder} is not a folder")
     out = Path(args.out) if args.out else folder
-    out.mkdir(parents=True, exist_ok=True)
 
     def progress(g: "grading.Grade") -> None:
         print(f"  {g.notebook}: {g.passed}/{g.total} ({g.status})", flush=True)
 
-    print(f"Grading the notebooks in {_shown(folder)} (each in its own kernel, "
-          f"{args.timeout:g} s per cell)...", flush=True)
-    grades = grading.grade(folder, timeout=args.timeout, progress=progress)
+    print(f"Grading the notebooks in {_shown(folder)}, each isolated in the sandbox "
+          f"({args.timeout:g} s and {args.output_mb:g} MB of output per notebook); grades go "
+          f"to {_shown(out / 'grades.csv')} as each one ends...", flush=True)
+    grades = grading.grade(folder, timeout=args.timeout, out=out, output_mb=args.output_mb,
+                           progress=progress)
     if not grades:
         print(f"no notebooks found in {_shown(folder)}", file=sys.stderr)
         return 1
     table = grading.markdown_table(grades)
-    grading.write_csv(grades, out / "grades.csv")
     (out / "grades.md").write_text(table, encoding="utf-8")
     print("\n" + table)
     print(f"wrote {_shown(out / 'grades.csv')} and {_shown(out / 'grades.md')}")
+    return 0
+
+
+# -- release ------------------------------------------------------------------------------
+
+def _release(args: argparse.Namespace) -> int:
+    """Student copies of every exercise in DIR, generated from the masters; no master is
+    copied (the solved notebooks stay with the teacher)."""
+    target = Path(args.dir)
+    target.mkdir(parents=True, exist_ok=True)
+    for master in generate.masters():
+        nb = generate.student_copy(json.loads(master.read_text(encoding="utf-8")), master.stem)
+        (target / master.name).write_text(generate.dumps(nb), encoding="utf-8")
+        print(f"  {_shown(target / master.name)}")
+    print(f"wrote {len(generate.masters())} student copies to {_shown(target)} (no solutions)")
     return 0

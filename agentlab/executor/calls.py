@@ -15,7 +15,8 @@ from typing import Any
 
 from .results import safe_str
 
-__all__ = ["CallState", "enforced_s", "call_ids", "own_limit", "report_execution"]
+__all__ = ["CallState", "enforced_s", "call_ids", "own_limit", "report_execution",
+           "stoppable"]
 
 logger = logging.getLogger(__name__)
 
@@ -70,3 +71,9 @@ def report_execution(timeout_manager: Any, name: str, ms: float, *, success: boo
         timeout_manager.record_execution(name, ms, success=success, timed_out=timed_out)
     except Exception:
         logger.exception("timeout_manager.record_execution(%r) failed", name)
+
+
+def stoppable(func: Any) -> bool:
+    """A tool that runs elsewhere and can be stopped: ``submit_call(kwargs, timeout_s)``
+    returns a future whose ``cancel()`` kills it (``agentlab.sandbox.SandboxedTool``)."""
+    return callable(getattr(func, "submit_call", None))

@@ -20,6 +20,9 @@ The error contract: nothing raises out of ``execute``/``execute_parallel``. Each
 which lists the error codes); a failure carries ``error_code`` and a text telling the model
 what to do differently.
 
+A tool that offers ``submit_call`` (chapter 15's sandbox) runs like a task: at its deadline or a
+cancel its future is cancelled, which *kills* the call and every process it started.
+
 Timeouts: a call's own limit is the tool's ``timeout`` option, else
 ``timeout_manager.get_timeout(name)`` when a manager is set, else ``default_timeout``. The
 ``timeout`` argument of ``execute*`` bounds the whole batch (the runtime passes its remaining
@@ -54,7 +57,7 @@ from ..errors import AgentError, ToolError
 from ..knobs import positive_int, positive_number
 from ..tools import ToolRegistry
 from .aio import LoopRunner
-from .calls import CallState, call_ids, enforced_s, report_execution
+from .calls import CallState, call_ids, enforced_s, report_execution, stoppable
 from .preflight import preflight
 from .batch import POLL_S, ToolBatch
 from .results import OnResult, ToolResult, failed_result, not_run, render_result, safe_str
@@ -244,7 +247,7 @@ class ToolExecutor:
         return self._failed(call_id, name, *refusal, 0.0)
 
     def _check_capacity(self, name: str) -> None:
-        if not self.registry.is_async(name):  # a cancelled task frees itself; a thread may not
+        if not (self.registry.is_async(name) or stoppable(self.registry.get_function(name))):
             check_capacity(name, self.abandoned_calls, self.max_abandoned)
 
     def _start(self, state: CallState, cond: threading.Condition) -> None:
@@ -262,8 +265,9 @@ class ToolExecutor:
                 cond.notify_all()
 
         state.started = time.perf_counter()
-        if is_async:
-            fut = state.future = self._loop.submit(func, state.kwargs)
+        if is_async or stoppable(func):  # a task, or a tool that runs elsewhere (chapter 15)
+            fut = state.future = self._loop.submit(func, state.kwargs) if is_async else \
+                func.submit_call(state.kwargs, state.deadline - state.started)
 
             def done(f: concurrent.futures.Future) -> None:
                 if f.cancelled():
@@ -316,8 +320,9 @@ class ToolExecutor:
             report_execution(self.timeout_manager, name, state.limit_s * 1000, success=False, timed_out=True)
         side = self.registry.get_options(name).get("side_effects")
         if state.future is not None:
-            state.future.cancel()  # the task gets CancelledError at its next await
-            how, effects = "cancelled", "It may have done part of its work"
+            state.future.cancel()  # a task: CancelledError at its next await; a process: killed
+            how, effects = getattr(state.future, "stop_words",
+                                   ("cancelled", "It may have done part of its work"))
         else:
             state.abandoned = True
             with self._lock:

@@ -35,4 +35,5 @@ from .ch07 import *  # noqa: F401,F403
 from .ch08 import *  # noqa: F401,F403
 from .ch13 import *  # noqa: F401,F403
 from .ch14 import *  # noqa: F401,F403
+from .ch15 import *  # noqa: F401,F403
 from .ch16 import *  # noqa: F401,F403

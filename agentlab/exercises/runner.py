@@ -1,7 +1,9 @@
 """Run an exercise notebook in a fresh kernel and collect what its checks found.
 
-Used by ``agentlab exercise check`` (one student, one notebook) and ``agentlab exercise grade``
-(a teacher, a folder of notebooks). The notebook runs top to bottom in its own Jupyter kernel
+Used by ``agentlab exercise check`` (one student, their own notebook, on their own machine).
+``agentlab exercise grade`` does not trust the notebook and does not use this runner's check
+log: it runs each notebook isolated (``grading.grade_notebook``) and reads only the master's
+check cells' outputs; it shares ``expected_checks`` and ``exercise_of`` with this module. The notebook runs top to bottom in its own Jupyter kernel
 (as nbval does, errors allowed so one failing check does not hide the next), with each cell
 bounded by a timeout; a notebook that hangs or kills its kernel ends with a status, never
 stops the caller. Each check reports its cases through ``AGENTLAB_CHECK_LOG`` (see

@@ -67,21 +67,27 @@ class ToolRegistry:
 
     def tool(self, name: str | Callable | None = None, description: str | None = None, *,
              timeout: float | None = None, side_effects: bool = False,
-             requires_approval: bool | Callable[[dict], bool] = False) -> Callable:
+             requires_approval: bool | Callable[[dict], bool] = False,
+             sandbox: Any = None) -> Callable:
         """Decorator: ``@registry.tool``, ``@registry.tool()`` or ``@registry.tool("x", ...)``."""
         if callable(name):  # used bare: @registry.tool
             return self.register(name)
 
         def decorator(func: Callable) -> Callable:
             return self.register(func, name, description, timeout=timeout,
-                                 side_effects=side_effects, requires_approval=requires_approval)
+                                 side_effects=side_effects, requires_approval=requires_approval,
+                                 sandbox=sandbox)
         return decorator
 
     def register(self, func: Callable, name: str | None = None, description: str | None = None,
                  *, timeout: float | None = None, side_effects: bool = False,
                  requires_approval: bool | Callable[[dict], bool] = False,
-                 replace: bool = False) -> Callable:
+                 replace: bool = False, sandbox: Any = None) -> Callable:
         """Register ``func`` and return it unchanged.
+
+        ``sandbox``: a policy with ``wrap(func, name)`` (chapter 15's ``SandboxPolicy``): the
+        schema comes from ``func``, but calls go to what ``wrap`` returns (a process with hard
+        limits, killed at its timeout); ``get_options`` then has a ``"sandbox"`` entry.
 
         Raises:
             ConfigError: ``tool_exists`` (name taken and ``replace`` is False),
@@ -103,11 +109,18 @@ class ToolRegistry:
         takes_key = side_effects and IDEMPOTENCY_PARAM in inspect.signature(func).parameters
         options = {"timeout": timeout, "side_effects": bool(side_effects),
                    "idempotency_key": takes_key}
+        run = func
+        if sandbox is not None:
+            if is_async or not callable(getattr(sandbox, "wrap", None)):
+                raise ConfigError("invalid_option", f"tool {name!r}: sandbox is a policy with "
+                                  "wrap(func, name) (agentlab.sandbox.SandboxPolicy), for a "
+                                  f"plain (not async) function; got {sandbox!r}")
+            run, options["sandbox"] = sandbox.wrap(func, name), sandbox
         with self._lock:
             if name in self._tools and not replace:
                 raise ConfigError("tool_exists", f"a tool named {name!r} is already registered; "
                                   "pick another name or pass replace=True")
-            self._tools[name] = ToolSpec(name, func, schema, params, options, is_async)
+            self._tools[name] = ToolSpec(name, run, schema, params, options, is_async)
             self._approval[name] = requires_approval
         return func
 

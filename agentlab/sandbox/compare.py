@@ -1,0 +1,116 @@
+"""The same misbehaving tool in a thread and in the sandbox, side by side (``notebooks/15_sandbox``).
+
+``side_by_side(kind)`` runs one of ``demo.TOOLS`` through a ``ToolExecutor`` twice -- registered
+plainly (a worker thread, chapter 03) and with ``sandbox=policy`` -- at the same timeout, and
+measures what happened *after* the executor answered:
+
+    hang then write   was the file written after the timeout?
+    memory bomb       how much memory did the caller's own process gain?
+    fork bomb         how many processes were still running after the call?
+    read a secret     could the tool read the API key and the private key file?
+
+The thread side gets small sizes (200 MB, 30 processes): it cannot be stopped, so a real bomb
+would take the notebook's kernel down with it.
+"""
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+from typing import Any
+
+from . import demo
+from .policy import SandboxPolicy
+
+__all__ = ["side_by_side", "outcome", "KINDS"]
+
+KINDS = tuple(demo.TOOLS)
+
+
+def outcome(ending: str, returned_s: float, effect: str, harm: float) -> dict:
+    """One run: how the executor answered, after how long, and the measured after-effect
+    (``harm`` as a number: files written, MB gained, processes left, secrets read)."""
+    return {"ending": ending, "returned_s": round(returned_s, 1), "effect": effect, "harm": harm}
+
+
+def _run(func: Any, kwargs: dict, timeout_s: float, policy: SandboxPolicy | None) -> tuple:
+    from ..executor import ToolExecutor  # chapter 03: the same executor both ways
+    from ..llm import ToolCall
+    from ..tools import ToolRegistry
+    reg = ToolRegistry()
+    reg.register(func, timeout=timeout_s, sandbox=policy)
+    t0 = time.perf_counter()
+    [result] = ToolExecutor(reg).execute([ToolCall("c1", func.__name__, kwargs)])
+    return (result.error_code or "ok"), time.perf_counter() - t0, result
+
+
+def _peak_mb() -> float:
+    import resource
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KB on Linux
+
+
+def _children() -> set[int]:
+    """Running processes below this one that are copies of it (same command line): what a
+    tool forks, and never a sandbox worker (it runs another command)."""
+    import psutil
+    me = psutil.Process()
+    mine, found = me.cmdline(), set()
+    for c in me.children(recursive=True):
+        try:
+            if c.status() != psutil.STATUS_ZOMBIE and c.cmdline() == mine:
+                found.add(c.pid)
+        except psutil.Error:
+            continue
+    return found
+
+
+def side_by_side(kind: str, *, timeout_s: float = 1.0, policy: SandboxPolicy | None = None,
+                 secret_dir: str | None = None) -> dict[str, dict]:
+    """``{"thread": outcome, "sandbox": outcome}`` for one of ``KINDS`` (module docstring).
+    ``secret_dir``: a folder holding ``id_rsa``, hidden from the sandbox (``policy.hidden``)."""
+    if kind not in demo.TOOLS:
+        raise ValueError(f"kind is one of {', '.join(KINDS)}; got {kind!r}")
+    policy = policy or SandboxPolicy(memory_mb=256, max_procs=16, workers=1,
+                                     hidden=(secret_dir,) if secret_dir else ())
+    out = {}
+    for side, pol in (("thread", None), ("sandbox", policy)):
+        small = side == "thread"
+        if kind == "hang then write":
+            path = os.path.join(tempfile.mkdtemp(prefix="agentlab-hang-"), "late.txt")
+            hang = timeout_s + 1.0
+            ending, took, _ = _run(demo.hang_then_write, {"path": path, "seconds": hang},
+                                   timeout_s, pol)
+            time.sleep(max(0.0, hang + 0.3 - took))
+            written = os.path.exists(path)
+            out[side] = outcome(ending, took, "file written after the timeout" if written
+                                else "file never written", float(written))
+        elif kind == "memory bomb":
+            before = _peak_mb()
+            ending, took, _ = _run(demo.memory_bomb, {"mb": 200 if small else 4096}, timeout_s, pol)
+            gained = 50 * round(max(0.0, _peak_mb() - before) / 50)  # to 50 MB: not noise
+            out[side] = outcome(ending, took, f"asked for {200 if small else 4096} MB; this "
+                                f"process's peak memory rose about {gained} MB", gained)
+        elif kind == "fork bomb":
+            before = _children()
+            ending, took, _ = _run(demo.fork_bomb, {"children": 30 if small else 200,
+                                                    "seconds": 3.0}, timeout_s, pol)
+            left, started = len(_children() - before), 30 if small else 200
+            # "at least 25": in a busy Jupyter kernel one or two of the 30 are sometimes not
+            # seen by the count, so the text states what is sure
+            seen = f"at least 25 of {started}" if left >= 25 else f"{left} of {started}"
+            out[side] = outcome(ending, took, f"{seen} processes still running after the call",
+                                left)
+        elif kind == "infinite output":
+            if small:  # a thread printing forever would never stop: not run
+                out[side] = outcome("not run", 0.0, "a thread cannot be stopped: it would print "
+                                    "into the notebook forever", float("nan"))
+                continue
+            ending, took, _ = _run(demo.infinite_output, {}, timeout_s, pol)
+            out[side] = outcome(ending, took, "stopped at the file-size limit", 0)
+        else:  # read a secret
+            key = os.path.join(secret_dir or tempfile.mkdtemp(), "id_rsa")
+            ending, took, result = _run(demo.read_secret, {"path": key}, timeout_s, pol)
+            text = result.result
+            stolen = ("read " in text) + ('"env": "found"' in text)
+            out[side] = outcome(ending, took, text, stolen)
+    return out
