@@ -14,6 +14,7 @@ import math
 import os
 import re
 import sys
+import threading
 from pathlib import Path
 from typing import Literal
 
@@ -115,6 +116,24 @@ def test_summary_counts_failed_tools_next_to_the_successes(tmp_path):
     assert ok < len(calls)
     assert (f"{ok}/{len(calls)} tool calls ok ({len(calls) - ok} failed) | "
             f"run errors: {len(result.errors)}") in widgets.summarize_result(result)
+
+
+def test_a_slow_machine_prints_the_same_faulty_run(tmp_path, monkeypatch):
+    """Notebook 08's faulty run depends only on its seed: a write_file slowed by 0.15 s (two
+    fsyncs on a loaded laptop) still finishes inside the injected-fault tool timeout."""
+    settings = dict(model_fault_rate=0.4, tool_fault_rate=0.3, seed=3)
+    quick, _ = widgets.run_with_settings(output_dir=tmp_path / "quick", **settings)
+    import agentlab.research as research_module
+    real = research_module.atomic_write
+
+    def slow_write(*args, **kwargs):
+        threading.Event().wait(0.15)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(research_module, "atomic_write", slow_write)
+    slow, _ = widgets.run_with_settings(output_dir=tmp_path / "slow", **settings)
+    assert widgets.summarize_result(slow) == widgets.summarize_result(quick)
+    assert [c["success"] for c in slow.tool_calls_made] == [c["success"] for c in quick.tool_calls_made]
 
 
 def test_01_retry_explorer():
