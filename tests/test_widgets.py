@@ -358,7 +358,41 @@ def test_jupyterlab_setting_saves_widget_state_and_ships_with_the_package(tmp_pa
     assert lab_settings.main(["--check", "--prefix", str(tmp_path)]) == 0
     assert (tmp_path / rel / ".." / "overrides.json").read_text() == '{"mine": {}}'
     assert sorted(p.name for p in (tmp_path / rel).iterdir()) == ["agentlab.json"]
-    assert "reload JupyterLab" in capsys.readouterr().out
+    hook = tmp_path / "etc/jupyter/jupyter_server_config.d/agentlab-save-hook.json"
+    assert json.loads(hook.read_text()) == {
+        "ContentsManager": {"pre_save_hook": "agentlab.widgets.save_hook.pre_save"}}
+    assert "restart JupyterLab" in capsys.readouterr().out
+
+
+def _saved_panel_notebook(tmp_path):
+    """A notebook whose one output is a Panel, executed with its widget state (nbclient)."""
+    nbformat = pytest.importorskip("nbformat")
+    from nbclient import NotebookClient
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
+        "from agentlab import widgets\nwidgets.retry_explorer()")])
+    NotebookClient(nb, kernel_name="python3", store_widget_state=True,
+                   resources={"metadata": {"path": str(tmp_path)}}).execute()
+    return json.loads(nbformat.writes(nb))
+
+
+def test_a_partial_run_save_keeps_the_picture_and_a_restored_panel_says_run_this_cell(tmp_path):
+    from agentlab.widgets import save_hook
+    nb = _saved_panel_notebook(tmp_path)
+    [out] = nb["cells"][0]["outputs"]
+    assert save_hook.WIDGET_VIEW in out["data"] and "image/png" in out["data"]
+    whole = json.loads(json.dumps(nb))
+    save_hook.pre_save({"type": "notebook", "content": whole})  # Run All + save: view kept
+    state = whole["metadata"]["widgets"][save_hook.WIDGET_STATE]["state"]
+    notes = [m["state"]["value"] for m in state.values()
+             if save_hook.RESTORED_CLASS in m["state"].get("_dom_classes", ())]
+    assert notes == [save_hook.RESTORED_NOTE] and "Run this cell" in notes[0]
+    assert save_hook.WIDGET_VIEW in whole["cells"][0]["outputs"][0]["data"]
+    # a partial run in a new kernel, then save: JupyterLab writes only the new kernel's models
+    nb["metadata"]["widgets"][save_hook.WIDGET_STATE]["state"] = {}
+    save_hook.pre_save({"type": "notebook", "content": nb})
+    data = nb["cells"][0]["outputs"][0]["data"]
+    assert save_hook.WIDGET_VIEW not in data and "image/png" in data
+    assert "run this cell" in "".join(data["text/plain"])
 
 
 def test_jupyterlab_reads_the_override_from_the_environment(tmp_path):
@@ -393,3 +427,45 @@ def test_schema_explorer_opens_on_the_tool_it_is_given():
     assert dropdown.value == "get_weather"
     with pytest.raises(ConfigError):
         schema_explorer(reg, tool="nope")
+
+
+class _StoppedFleet:
+    """A fleet whose Redis goes away when ``stopped`` is set (notebook 13's last cell)."""
+
+    def __init__(self):
+        self.stopped = False
+        self.record = {"run_id": "r1", "state": "paused", "task": "t", "turns": 1, "attempts": 1,
+                       "pending": [{"tool": "write_file", "arguments": {"filename": "a.md"}}]}
+
+    def _check(self):
+        if self.stopped:
+            raise ConnectionError("Error 111 connecting to 127.0.0.1:6390. Connection refused.")
+
+    def runs(self):
+        self._check()
+        return [self.record]
+
+    def show(self, run_id):
+        self._check()
+        return self.record
+
+    def approve(self, run_id):
+        self._check()
+
+
+def test_13_controls_say_when_the_fleet_was_stopped_instead_of_failing_silently():
+    from agentlab.widgets.fleet import approval_panel, fleet_table
+    fleet = _StoppedFleet()
+    table = fleet_table(fleet, refresh_s=60)
+    table.stop()
+    status = table.children[0].children[1]
+    assert "settled" in status.value
+    fleet.stopped = True
+    control(table, w.Dropdown, "show").value = "paused"
+    assert "the fleet does not answer (ConnectionError" in status.value
+    fleet.stopped = False
+    panel = approval_panel(fleet, "r1")
+    assert "waits for approval: write_file" in panel.text
+    fleet.stopped = True
+    control(panel, w.Button, "Approve").click()
+    assert "it was probably stopped: run the cells that start it" in panel.text
