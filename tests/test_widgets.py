@@ -360,7 +360,7 @@ def test_jupyterlab_setting_saves_widget_state_and_ships_with_the_package(tmp_pa
     assert sorted(p.name for p in (tmp_path / rel).iterdir()) == ["agentlab.json"]
     hook = tmp_path / "etc/jupyter/jupyter_server_config.d/agentlab-save-hook.json"
     assert json.loads(hook.read_text()) == {
-        "ContentsManager": {"pre_save_hook": "agentlab.widgets.save_hook.pre_save"}}
+        "ServerApp": {"jpserver_extensions": {"agentlab.widgets.save_hook": True}}}
     assert "restart JupyterLab" in capsys.readouterr().out
 
 
@@ -469,3 +469,49 @@ def test_13_controls_say_when_the_fleet_was_stopped_instead_of_failing_silently(
     fleet.stopped = True
     control(panel, w.Button, "Approve").click()
     assert "it was probably stopped: run the cells that start it" in panel.text
+
+
+def test_the_server_extension_prunes_a_notebook_saved_through_jupyter_server(tmp_path):
+    """The save hook as JupyterLab uses it: enabled as a server extension, run on a PUT."""
+    import socket
+    import subprocess
+    import time
+    import urllib.request
+    pytest.importorskip("jupyter_server")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    from agentlab.widgets import lab_settings
+    (tmp_path / "root").mkdir()
+    config_d = tmp_path / "cfg" / "jupyter_server_config.d"  # as lab_settings installs it
+    config_d.mkdir(parents=True)
+    (config_d / "agentlab.json").write_text(lab_settings.SERVER_FILE.read_text())
+    env = {**os.environ, "JUPYTER_CONFIG_DIR": str(tmp_path / "cfg"),
+           "JUPYTER_RUNTIME_DIR": str(tmp_path / "rt")}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "jupyter", "server", "--no-browser", f"--port={port}",
+         "--IdentityProvider.token=t", "--allow-root", f"--ServerApp.root_dir={tmp_path / 'root'}"],
+        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    base = f"http://127.0.0.1:{port}/api"
+    try:
+        for _ in range(200):
+            try:
+                urllib.request.urlopen(f"{base}/status?token=t", timeout=2)
+                break
+            except OSError:
+                time.sleep(0.2)
+        view = {"model_id": "gone", "version_major": 2, "version_minor": 0}
+        nb = {"cells": [{"cell_type": "code", "source": "w", "metadata": {}, "execution_count": 1,
+                         "outputs": [{"output_type": "display_data", "metadata": {}, "data": {
+                             "text/plain": "w", "image/png": "iVBORw0KGgo=",
+                             "application/vnd.jupyter.widget-view+json": view}}]}],
+              "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+        body = json.dumps({"type": "notebook", "format": "json", "content": nb}).encode()
+        urllib.request.urlopen(urllib.request.Request(
+            f"{base}/contents/a.ipynb?token=t", data=body, method="PUT",
+            headers={"Content-Type": "application/json"}), timeout=30)
+        saved = json.loads((tmp_path / "root" / "a.ipynb").read_text())
+        assert sorted(saved["cells"][0]["outputs"][0]["data"]) == ["image/png", "text/plain"]
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)

@@ -19,9 +19,10 @@ agentlab ships the setting as a JupyterLab *settings override*: JupyterLab reads
       python -m agentlab.widgets.lab_settings --check    # exit 1 if it is missing
 
 With it comes a Jupyter server config file, ``{sys.prefix}/etc/jupyter/
-jupyter_server_config.d/agentlab-save-hook.json``, that turns on ``save_hook.pre_save``: a save
-after a partial run (or an autosave) then never leaves a widget output without its state and
-without its picture. It takes effect when the server starts.
+jupyter_server_config.d/agentlab-save-hook.json``, that enables the server extension
+``agentlab.widgets.save_hook``: its pre-save hook makes a save after a partial run (or an
+autosave) never leave a widget output without its state and without its picture. It takes
+effect when the server starts.
 
 Only ``overrides.d/agentlab.json`` and that config file are ever written; a user's
 ``overrides.json`` and own server config are never touched. Restart JupyterLab afterwards.

@@ -17,16 +17,21 @@ in JupyterLab 4 with Chromium: notebook 05 went from 10 models to 0 after a part
    kernel runs) gets its text in the *saved* state: a widget rebuilt from the file without a
    kernel says, in red, that it is not connected and to run its cell.
 
-``agentlab lab`` turns the hook on; ``python -m agentlab.widgets.lab_settings`` installs it for
-plain ``jupyter lab`` (a server config file next to the settings override). ``prune`` does the
-same to a notebook executed by ``scripts/refresh_notebooks.py``. Nothing here imports Jupyter.
+This module is also a Jupyter server extension that registers the hook: a file in
+``{sys.prefix}/etc/jupyter/jupyter_server_config.d/`` enables it (the wheel installs it;
+``agentlab lab`` and ``python -m agentlab.widgets.lab_settings`` write it for an editable
+install). Such files can only enable extensions -- a ``ContentsManager.pre_save_hook`` set in
+one is ignored (measured) -- hence the extension. ``prune`` does the same to a notebook executed
+by ``scripts/refresh_notebooks.py``. Nothing here imports Jupyter.
 """
 from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["pre_save", "prune", "RESTORED_CLASS", "RESTORED_NOTE", "WIDGET_STATE", "WIDGET_VIEW"]
+__all__ = ["pre_save", "prune", "EXTENSION", "RESTORED_CLASS", "RESTORED_NOTE", "WIDGET_STATE", "WIDGET_VIEW"]
 
+#: The server extension's name (this module), as enabled in ``jupyter_server_config.d``.
+EXTENSION = "agentlab.widgets.save_hook"
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 #: The DOM class that marks a ``Panel``'s restored-note model.
@@ -73,3 +78,14 @@ def pre_save(model: dict, path: str = "", contents_manager: Any = None, **_: Any
             contents_manager.log.info("agentlab: %s: %d widget view(s) without saved state "
                                       "dropped (their snapshots show)", path,
                                       done["views_dropped"])
+
+
+def _jupyter_server_extension_points() -> list[dict]:
+    return [{"module": EXTENSION}]
+
+
+def _load_jupyter_server_extension(serverapp: Any) -> None:
+    """Register ``pre_save`` with the server's contents manager (every save goes through it)."""
+    serverapp.contents_manager.register_pre_save_hook(pre_save)
+    serverapp.log.info("agentlab: pre-save hook on (a widget output whose state a save lost "
+                       "shows its snapshot)")
