@@ -216,9 +216,10 @@ def _settle(page: Any, targets: list, wait_s: float) -> list:
 
 
 def inspect_notebook(page: Any, lab: Lab, rel: str, shots: Path, tag: str,
-                     wait_s: float) -> list:
-    """Open ``rel`` in ``lab``, classify its widget outputs, screenshot each; return the list."""
-    targets = widget_outputs(lab.root / rel)
+                     wait_s: float, targets: list | None = None) -> list:
+    """Open ``rel`` in ``lab``, classify its widget outputs (or ``targets``: the outputs that
+    held one before a save), screenshot each; return the list."""
+    targets = widget_outputs(lab.root / rel) if targets is None else targets
     page.evaluate(_OPEN, rel)
     time.sleep(1.0)
     found = _settle(page, targets, wait_s)
@@ -330,10 +331,10 @@ def main(argv: list[str] | None = None) -> int:
                         "saved": (page_t, lab_t), "saved-untrusted": (page_u, lab_u),
                         "partial-save": (page_t, lab_t)}
 
-                def check(phase: str, note: str = "") -> None:
+                def check(phase: str, note: str = "", targets: list | None = None) -> None:
                     page, lab = look[phase]
                     report[name][phase] = (note, inspect_notebook(
-                        page, lab, f"{phase}/{name}", args.shots, phase, args.wait))
+                        page, lab, f"{phase}/{name}", args.shots, phase, args.wait, targets))
                     lab.shutdown_kernels()
 
                 if "untrusted" in phases:
@@ -359,13 +360,14 @@ def main(argv: list[str] | None = None) -> int:
                     lab_t.trust(path)
                     code = [i for i, c in enumerate(nbformat.read(path, 4).cells)
                             if c.cell_type == "code"]
-                    had = len(widget_outputs(path))
+                    before = widget_outputs(path)
+                    had = len(before)
                     page_t.evaluate(_OPEN, f"partial-save/{name}")
                     note = partial_run_and_save(page_t, lab_t, code,
                                                 {c for c, _ in widget_outputs(path)},
                                                 args.run_timeout)
                     kept = len(widget_outputs(path))
-                    check("partial-save", note)
+                    check("partial-save", note, before)
                     saves[name] = (f"{kept} of {had} widget view(s) left in the file, "
                                    f"{had - kept} dropped by the pre-save hook (picture)")
                 _print(name, report[name], drives.get(name, ""), saves.get(name, ""))
