@@ -30,9 +30,9 @@ import sys
 import tempfile
 import time
 
-# Each child prints one JSON line: {"s": seconds of its own work, "rss_mb": peak RSS so far}.
-_RSS = ("import resource, sys; rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / "
-        "(1024 * 1024 if sys.platform == 'darwin' else 1024)")
+# Each child prints one JSON line: {"s": seconds of its own work, "rss_mb": its RSS now}
+# (psutil; ru_maxrss would also count the parent it was forked from, before exec).
+_RSS = "import psutil; rss = psutil.Process().memory_info().rss / 2**20"
 CHILDREN = {
     "bare SDK client": (
         "import time; t = time.perf_counter()\n"
@@ -102,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
                   statistics.median(r["rss_mb"] for r in runs)) for name, runs in rows.items()}
     print(f"median of {args.repeats} fresh processes ({os.cpu_count()} cores, "
           f"load {os.getloadavg()[0]:.1f}, Python {sys.version.split()[0]})")
-    print(f"{'':34}{'time':>8}{'peak RSS':>11}")
+    print(f"{'':34}{'time':>8}{'RSS':>11}")
     for name, (s, rss) in med.items():
         print(f"{name:34}{s:>7.2f}s{rss:>8.0f} MB")
     wall = statistics.median(d["wall"] for d in demos)
