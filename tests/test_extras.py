@@ -55,3 +55,21 @@ def test_the_base_install_runs_chapters_01_to_12_and_the_demo(tmp_path):
     proc = _python(code, EXTRA_ONLY, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "completed (finished)" in proc.stdout and (tmp_path / "asyncio-report.md").exists()
+
+
+def test_environment_yml_installs_what_the_dev_extra_does():
+    import re
+    tomllib = pytest.importorskip("tomllib")
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[1]
+    project = tomllib.loads((root / "pyproject.toml").read_text())["project"]
+    wanted = list(project["dependencies"])
+    for extra, reqs in project["optional-dependencies"].items():
+        wanted += [r for r in reqs if not r.startswith("agentlab[")]
+    conda_names = {"redis": "redis-py", "prometheus-client": "prometheus_client"}
+    env = (root / "environment.yml").read_text()
+    listed = set(re.findall(r"^\s+- ([A-Za-z0-9_.-]+)", env, re.M))
+    names = {re.split(r"[\[<>=]", r)[0] for r in wanted}
+    missing_names = sorted(n for n in names if conda_names.get(n, n) not in listed)
+    assert missing_names == [], f"add these to environment.yml: {missing_names}"
+    assert set(EXTRAS) >= {"notebooks", "fleet", "experiments", "otel"}
