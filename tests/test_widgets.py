@@ -226,6 +226,9 @@ def test_08_research_explorer(tmp_path):
     control(panel, w.Combobox).value = widgets.QUESTIONS[1]
     _, after = changed(panel, control(panel, w.Button).click)
     assert "cancellation" in after and "cost: $" in after and "# " in after
+    _, priced = changed(panel, lambda: setattr(control(panel, w.Dropdown, "price as"), "value",
+                                               "gpt-4o-mini"))  # the browser check found it silent
+    assert "at gpt-4o-mini list prices" in priced
 
 
 def test_09_multiplier_explorer():

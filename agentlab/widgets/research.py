@@ -111,5 +111,6 @@ def research_explorer(questions: list[str] | None = None, *, output_dir: str | P
             button.disabled = False
 
     button.on_click(run)
+    model.observe(run, "value")  # the price changes the cost shown: ask again (was: silent)
     run()
     return panel
