@@ -139,9 +139,10 @@ def test_a_slow_machine_prints_the_same_faulty_run(tmp_path, monkeypatch):
 def test_01_retry_explorer():
     panel = widgets.retry_explorer()
     assert panel.text.startswith("ok:")
-    control(panel, w.Dropdown, "fault plan").value = "401 bad key"
-    _, after = changed(panel, control(panel, w.Button).click)
+    _, after = changed(panel, lambda: setattr(control(panel, w.Dropdown, "fault plan"), "value",
+                                              "401 bad key"))  # a new plan runs at once
     assert "code=auth_failed" in after
+    assert "base delay s: 0.05" in widgets.control_values(panel)  # the value used, as shown
 
 
 def test_02_schema_explorer():
