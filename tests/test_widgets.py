@@ -259,17 +259,28 @@ def test_10_parse_dag_names_the_bad_line():
         widgets.parse_dag("a 10\nb: a")
 
 
-def test_11_kill_point_explorer():
-    panel = widgets.kill_point_explorer()
-    assert "killed in step 4" in panel.text and "ran twice: [4]" in panel.text
+@pytest.fixture(scope="module")
+def killed_in_step_6():
+    """The kill-point explorer (kill in step 4), then killed in step 6 with checkpoints every
+    3 steps: two kill-and-resume pairs of processes, shared by the two tests below."""
+    panel = widgets.kill_point_explorer(every=3)
+    first = panel.text
     control(panel, w.IntSlider, "kill in step").value = 6
-    _, after = changed(panel, control(panel, w.Button).click)
+    before, after = changed(panel, control(panel, w.Button).click)
+    assert before == first
+    return panel, first, after
+
+
+def test_11_kill_point_explorer(killed_in_step_6):
+    _, first, after = killed_in_step_6
+    assert "killed in step 4" in first and "ran twice: [4]" in first
     assert "ran twice: [6]" in after
     assert "{1: 1, 2: 1, 3: 1, 4: 1, 5: 1, 6: 2}" in after
 
 
-def test_11_steps_between_checkpoint_and_crash_are_replayed_not_rerun():
-    res = widgets.kill_and_resume(6, every=3)
+def test_11_steps_between_checkpoint_and_crash_are_replayed_not_rerun(killed_in_step_6):
+    res = killed_in_step_6[0].result  # what kill_and_resume(6, every=3) returned
+    assert (res["kill_step"], res["every"]) == (6, 3)
     assert res["checkpoint_turn"] == 3
     assert [r["second"] for r in res["rows"]] == ["not_run"] * 3 + ["replayed"] * 2 + ["ok"]
 
