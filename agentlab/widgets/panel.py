@@ -119,7 +119,8 @@ def snapshot_png(title: str, controls: Sequence[str], text: str = "", figure: An
     width_px = image.shape[1] if image is not None else int((width_in or 7.5) * dpi)
     chars = max(40, int(width_px / (dpi * 0.085)))          # ~0.085 in per 9 pt mono char
     taken = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
-    head = [f"\u25b6 {title}  -  snapshot taken when the cell ran ({taken}); {RUN_HINT}"]
+    head = textwrap.wrap(f"\u25b6 {title}  -  snapshot taken when the cell ran ({taken}); "
+                         f"{RUN_HINT}", chars - 4)  # wrapped: never cut at the picture's edge
     knobs = textwrap.wrap("   ".join(controls), chars) if controls else []
     body = text.rstrip("\n").splitlines()
     if len(body) > _MAX_TEXT_LINES:
@@ -138,8 +139,9 @@ def snapshot_png(title: str, controls: Sequence[str], text: str = "", figure: An
 
     fig.patches.append(_band(fig, band_px / height_px))
     y = 4.0
-    put(y, head[0], weight="bold", color="#0d47a1")
-    y += line_px
+    for ln in head:
+        put(y, ln, weight="bold", color="#0d47a1")
+        y += line_px
     for ln in knobs:
         put(y, ln, color="#263238")
         y += line_px
