@@ -69,17 +69,37 @@ def quantile_ranks(n: int, q: float, confidence: float = 0.95) -> tuple[int, int
     """0-based indices ``(l, u)`` into n sorted samples of the exact interval of the q-th
     percentile; ``l == -1`` means unbounded below, ``u == n`` unbounded above.
 
-    The ranks of ``scipy.stats.quantile_test(x, p=q/100).confidence_interval(confidence)``.
+    The ranks of ``scipy.stats.quantile_test(x, p=q/100).confidence_interval(confidence)``:
+    ``binom.ppf(tail) - 1`` and ``binom.isf(tail)``, computed here from the binomial
+    probabilities (pure Python, so chapter 09 needs no scipy; ``tests/test_quantiles.py``
+    checks every rank against scipy's). A relative 1e-9 settles ties the way scipy does
+    (a tail that equals a cumulative probability, e.g. n=1, p=0.05).
     """
-    from scipy.stats import binom  # lazy: heavy
-
     _check(q, confidence)
     if n <= 0:
         return -1, 0
     tail = (1.0 - confidence) / 2.0
-    low = int(binom.ppf(tail, n, q / 100.0)) - 1
-    high = int(binom.isf(tail, n, q / 100.0))
-    return max(low, -1), min(high, n)
+    pmf = _binomial_pmf(n, q / 100.0)
+    low, cdf = n, 0.0
+    for k, x in enumerate(pmf):  # binom.ppf(tail): the first k with P(X <= k) >= tail
+        cdf += x
+        if cdf >= tail * (1 - 1e-9):
+            low = k
+            break
+    high, sf = 0, 0.0
+    for k in range(n, -1, -1):  # binom.isf(tail): the first k with P(X > k) <= tail
+        if sf > tail * (1 + 1e-9):
+            high = k + 1
+            break
+        sf += pmf[k]
+    return max(low - 1, -1), min(high, n)
+
+
+def _binomial_pmf(n: int, p: float) -> list[float]:
+    """P(X = k) for k = 0..n, X ~ Binomial(n, p), 0 < p < 1 (in log space: no overflow)."""
+    lp, lq, lg = math.log(p), math.log1p(-p), math.lgamma(n + 1)
+    return [math.exp(lg - math.lgamma(k + 1) - math.lgamma(n - k + 1) + k * lp + (n - k) * lq)
+            for k in range(n + 1)]
 
 
 @functools.lru_cache(maxsize=256)

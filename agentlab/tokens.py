@@ -10,6 +10,12 @@ at import time; an encoding is built once, on first use, and cached.
 encoded length of each field, one more token for a ``name``, three to prime the reply, and a
 per-tool cost for function schemas. Real servers may differ by a few tokens; the simulator
 uses the same function, so offline numbers are consistent with each other.
+
+Building an encoding is not free: o200k_base takes about 0.5 s and 75 MB. The ``*_bound``
+functions answer "could this be more than N tokens?" without it: every token of a byte-level
+BPE (cl100k_base, o200k_base) stands for at least one UTF-8 byte, so a text's byte count is an
+upper bound on its token count (``tests/test_tokens.py`` checks this against tiktoken). The
+message manager of chapter 04 keeps the bound and counts exactly only near its budget.
 """
 from __future__ import annotations
 
@@ -32,6 +38,11 @@ __all__ = [
     "count_message_tokens",
     "count_messages_tokens",
     "count_tools_tokens",
+    "encoding_name_for",
+    "text_tokens_bound",
+    "message_tokens_bound",
+    "tools_tokens_bound",
+    "messages_tokens_bound",
 ]
 
 #: Where the bundled encodings live (``data/tiktoken``, installed with the package).
@@ -89,15 +100,20 @@ def get_encoding(name: str):
     return tiktoken.Encoding(**spec)
 
 
-def encoding_for(model: str):
-    """The encoding a model uses: gpt-4o / gpt-4.1 / o-series -> o200k_base;
-    gpt-4 / gpt-3.5 -> cl100k_base; anything unknown -> o200k_base."""
+def encoding_name_for(model: str) -> str:
+    """The name of the encoding a model uses: gpt-4o / gpt-4.1 / o-series -> o200k_base;
+    gpt-4 / gpt-3.5 -> cl100k_base; anything unknown -> o200k_base. Builds nothing."""
     m = (model or "").lower().split("/")[-1]
     if m.startswith(("gpt-4o", "gpt-4.1", "gpt-4.5", "gpt-5", "o1", "o3", "o4", "chatgpt-4o")):
-        return get_encoding("o200k_base")
+        return "o200k_base"
     if m.startswith(("gpt-4", "gpt-3.5", "text-embedding-3", "text-embedding-ada")):
-        return get_encoding("cl100k_base")
-    return get_encoding("o200k_base")
+        return "cl100k_base"
+    return "o200k_base"
+
+
+def encoding_for(model: str):
+    """The encoding a model uses (``encoding_name_for``), built on first use."""
+    return get_encoding(encoding_name_for(model))
 
 
 def count_text_tokens(text: str, model: str = DEFAULT_MODEL) -> int:
@@ -113,17 +129,59 @@ def _value_text(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
-def count_message_tokens(message: dict, model: str = DEFAULT_MODEL) -> int:
-    """Tokens one message costs in a prompt (without the 3 reply-priming tokens)."""
+def _exact_len(model: str):
     enc = encoding_for(model)
+    return lambda text: len(enc.encode(text, disallowed_special=()))
+
+
+def text_tokens_bound(text: str) -> int:
+    """An upper bound on ``count_text_tokens(text)`` for any bundled encoding, without building
+    one: the UTF-8 bytes (a lone surrogate, which tiktoken replaces by U+FFFD, counts 3)."""
+    return len(text.encode("utf-8", "surrogatepass"))
+
+
+def _message_tokens(message: dict, length) -> int:
     total = TOKENS_PER_MESSAGE
     for key, value in message.items():
         text = _value_text(value)
         if text:
-            total += len(enc.encode(text, disallowed_special=()))
+            total += length(text)
         if key == "name":
             total += TOKENS_PER_NAME
     return total
+
+
+def count_message_tokens(message: dict, model: str = DEFAULT_MODEL) -> int:
+    """Tokens one message costs in a prompt (without the 3 reply-priming tokens)."""
+    return _message_tokens(message, _exact_len(model))
+
+
+def message_tokens_bound(message: dict) -> int:
+    """An upper bound on ``count_message_tokens(message)`` (UTF-8 bytes for encoded lengths)."""
+    return _message_tokens(message, text_tokens_bound)
+
+
+def _tools_tokens(tools: list[dict], length, func_init: int) -> int:
+    prop_init, prop_key, enum_init, enum_item, func_end = 3, 3, -3, 3, 12
+    total = 0
+    for tool in tools:
+        fn = tool.get("function", tool)
+        total += func_init
+        desc = (fn.get("description") or "").rstrip(".")
+        total += length(f"{fn.get('name', '')}:{desc}")
+        props = (fn.get("parameters") or {}).get("properties") or {}
+        if props:
+            total += prop_init
+            for key, spec in props.items():
+                total += prop_key
+                if isinstance(spec, dict) and spec.get("enum"):
+                    total += enum_init  # an enum costs at least enum_item > 3: the sum grows
+                    for item in spec["enum"]:
+                        total += enum_item + length(str(item))
+                ptype = spec.get("type", "object") if isinstance(spec, dict) else "object"
+                pdesc = (spec.get("description") or "").rstrip(".") if isinstance(spec, dict) else ""
+                total += length(f"{key}:{_value_text(ptype)}:{pdesc}")
+    return total + func_end
 
 
 def count_tools_tokens(tools: Iterable[dict] | None, model: str = DEFAULT_MODEL) -> int:
@@ -131,28 +189,14 @@ def count_tools_tokens(tools: Iterable[dict] | None, model: str = DEFAULT_MODEL)
     tools = list(tools or [])
     if not tools:
         return 0
-    enc = encoding_for(model)
-    func_init = 10 if enc.name == "cl100k_base" else 7
-    prop_init, prop_key, enum_init, enum_item, func_end = 3, 3, -3, 3, 12
-    total = 0
-    for tool in tools:
-        fn = tool.get("function", tool)
-        total += func_init
-        desc = (fn.get("description") or "").rstrip(".")
-        total += len(enc.encode(f"{fn.get('name', '')}:{desc}", disallowed_special=()))
-        props = (fn.get("parameters") or {}).get("properties") or {}
-        if props:
-            total += prop_init
-            for key, spec in props.items():
-                total += prop_key
-                if isinstance(spec, dict) and spec.get("enum"):
-                    total += enum_init
-                    for item in spec["enum"]:
-                        total += enum_item + len(enc.encode(str(item), disallowed_special=()))
-                ptype = spec.get("type", "object") if isinstance(spec, dict) else "object"
-                pdesc = (spec.get("description") or "").rstrip(".") if isinstance(spec, dict) else ""
-                total += len(enc.encode(f"{key}:{_value_text(ptype)}:{pdesc}", disallowed_special=()))
-    return total + func_end
+    func_init = 10 if encoding_name_for(model) == "cl100k_base" else 7
+    return _tools_tokens(tools, _exact_len(model), func_init)
+
+
+def tools_tokens_bound(tools: Iterable[dict] | None) -> int:
+    """An upper bound on ``count_tools_tokens(tools, model)`` for any bundled encoding."""
+    tools = list(tools or [])
+    return _tools_tokens(tools, text_tokens_bound, 10) if tools else 0
 
 
 def count_messages_tokens(messages: Iterable[dict], model: str = DEFAULT_MODEL,
@@ -160,3 +204,9 @@ def count_messages_tokens(messages: Iterable[dict], model: str = DEFAULT_MODEL,
     """Prompt tokens for a whole request: every message, reply priming, and tools if given."""
     return (sum(count_message_tokens(m, model) for m in messages) + REPLY_PRIMING
             + count_tools_tokens(tools, model))
+
+
+def messages_tokens_bound(messages: Iterable[dict], tools: Iterable[dict] | None = None) -> int:
+    """An upper bound on ``count_messages_tokens(messages, model, tools)`` for any model."""
+    return (sum(message_tokens_bound(m) for m in messages) + REPLY_PRIMING
+            + tools_tokens_bound(tools))

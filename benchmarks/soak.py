@@ -30,8 +30,10 @@ from agentlab.executor import abandoned_threads
 from agentlab.runtime import AgentRuntime, RuntimeConfig
 from agentlab.sim.researcher import Researcher
 
-HANG_S = 0.5      # how long a hung tool sleeps (its timeout is TOOL_TIMEOUT_S)
-TOOL_TIMEOUT_S = 0.05
+# Wall-clock, so far apart and far above a normal call (1-10 ms): with 0.05 s a write_file on a
+# loaded machine timed out now and then, and the same seed replayed another run (issue 24).
+HANG_S = 2.0      # how long a hung tool sleeps (its timeout is TOOL_TIMEOUT_S)
+TOOL_TIMEOUT_S = 0.5
 
 
 def one_run(i: int, rate: float, out: str, seed: int = 0) -> tuple[str, list, list]:

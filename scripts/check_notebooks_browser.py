@@ -5,13 +5,19 @@
 
 What a student sees is what counts, so the check uses a real JupyterLab and a real browser
 (Debian's ``/usr/bin/chromium``, or ``--chromium PATH``) on *copies* of the notebooks (default:
-every ``notebooks/NN_*.ipynb``; the originals are never written). Four phases:
+every ``notebooks/NN_*.ipynb``; the originals are never written). Five phases:
 
 1. ``untrusted``: opened as a fresh clone is, without running anything;
 2. ``trusted``: after ``jupyter trust``, without running anything;
-3. ``saved``: trusted, Run All, save, kernel shut down, reopened;
+3. ``saved``: trusted, Run All, one control of the first widget driven (``browser_drive.py``:
+   a dropdown, a slider or a button; the line says whether its output changed), save, kernel
+   shut down, reopened;
 4. ``saved-untrusted``: the file saved in phase 3, opened by a JupyterLab that never trusted it
-   (a classmate's clone of a student's commit).
+   (a classmate's clone of a student's commit);
+5. ``partial-save``: the committed notebook, trusted, opened in a new kernel, three cells run
+   that are not widget cells, saved (as autosave would), reopened: with agentlab's pre-save
+   hook (``agentlab/widgets/save_hook.py``) the widget outputs whose state the save lost show
+   their picture, never "model not found".
 
 For each widget output of the file on disk (an output whose bundle holds a widget view) it
 prints how JupyterLab rendered it: ``picture`` (the ``image/png`` in the bundle), ``live
@@ -45,9 +51,11 @@ from typing import Any, Iterator
 import nbformat
 from playwright.sync_api import sync_playwright
 
+from browser_drive import drive_one_control, partial_run_and_save, wait_idle
+
 ROOT = Path(__file__).resolve().parents[1]
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
-PHASES = ("untrusted", "trusted", "saved", "saved-untrusted")
+PHASES = ("untrusted", "trusted", "saved", "saved-untrusted", "partial-save")
 CHROMIUM_FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                   "--disable-background-networking", "--disable-component-update",
                   "--disable-sync"]
@@ -95,13 +103,6 @@ _CLASSIFY = """(targets) => {
 _RUN_ALL = """async () => {
   const app = window.jupyterapp, panel = app.shell.currentWidget;
   await app.commands.execute('notebook:run-all-cells');
-}"""
-_BUSY = """() => {
-  const panel = window.jupyterapp.shell.currentWidget;
-  const kernel = panel.sessionContext.session && panel.sessionContext.session.kernel;
-  const running = panel.content.widgets.filter(c => c.model.type === 'code' &&
-      (c.promptNode && c.promptNode.textContent.includes('*'))).length;
-  return {status: kernel ? kernel.status : 'none', running};
 }"""
 _SAVE = """async () => {
   const app = window.jupyterapp, panel = app.shell.currentWidget;
@@ -215,9 +216,10 @@ def _settle(page: Any, targets: list, wait_s: float) -> list:
 
 
 def inspect_notebook(page: Any, lab: Lab, rel: str, shots: Path, tag: str,
-                     wait_s: float) -> list:
-    """Open ``rel`` in ``lab``, classify its widget outputs, screenshot each; return the list."""
-    targets = widget_outputs(lab.root / rel)
+                     wait_s: float, targets: list | None = None) -> list:
+    """Open ``rel`` in ``lab``, classify its widget outputs (or ``targets``: the outputs that
+    held one before a save), screenshot each; return the list."""
+    targets = widget_outputs(lab.root / rel) if targets is None else targets
     page.evaluate(_OPEN, rel)
     time.sleep(1.0)
     found = _settle(page, targets, wait_s)
@@ -233,24 +235,18 @@ def inspect_notebook(page: Any, lab: Lab, rel: str, shots: Path, tag: str,
     return found
 
 
-def run_all_and_save(page: Any, lab: Lab, path: Path, timeout_s: float) -> str:
-    """Run All in the open notebook ``path``, wait for the kernel, save; returns a note on
-    problems ("" when the saved file holds new widget outputs)."""
+def run_all_and_save(page: Any, lab: Lab, path: Path, timeout_s: float,
+                     drove: list | None = None) -> str:
+    """Run All in the open notebook ``path``, wait for the kernel, drive one control (its
+    result appended to ``drove``), save; returns a note on problems ("" when the saved file
+    holds new widget outputs)."""
     before = model_ids(path)
     page.evaluate(_RUN_ALL)
-    deadline, idle_since = time.monotonic() + timeout_s, None
-    while time.monotonic() < deadline:
-        busy = page.evaluate(_BUSY)
-        if busy["status"] == "idle" and not busy["running"]:
-            idle_since = idle_since or time.monotonic()
-            if time.monotonic() - idle_since > 2.0:
-                break
-        else:
-            idle_since = None
-        time.sleep(0.5)
-    else:
+    if not wait_idle(page, timeout_s):
         return f"Run All did not finish within {timeout_s:.0f} s"
     time.sleep(1.0)   # let the widget manager catch the last state updates
+    if drove is not None:
+        drove.append(drive_one_control(page, widget_outputs(path)))
     dirty = page.evaluate(_SAVE)
     time.sleep(1.0)
     lab.shutdown_kernels()
@@ -306,19 +302,23 @@ def main(argv: list[str] | None = None) -> int:
     work = Path(tempfile.mkdtemp(prefix="agentlab-browser-"))
     roots = {"U": work / "root-untrusted", "T": work / "root-trusted"}
     for server, folder in (("U", "untrusted"), ("T", "trusted"), ("T", "saved"),
-                           ("U", "saved-untrusted")):
+                           ("U", "saved-untrusted"), ("T", "partial-save")):
         (roots[server] / folder).mkdir(parents=True)
         if folder != "saved-untrusted":
             for nb in notebooks:
                 shutil.copy(nb, roots[server] / folder / nb.name)
     report: dict[str, dict[str, tuple[str, list]]] = {nb.name: {} for nb in notebooks}
+    drives: dict[str, str] = {}
+    saves: dict[str, str] = {}
     try:
         forced = {"default": None, "on": True, "off": False}[args.save_state]
         with Lab(roots["U"], work / "home-untrusted", save_state=forced) as lab_u, \
                 Lab(roots["T"], work / "home-trusted", save_state=forced) as lab_t, \
                 browser(args.chromium, work / "chromium-profile") as context:
-            print(f"JupyterLab under test: {lab_t.save_state_setting()} "
-                  "(agentlab/widgets/lab_settings.py)")
+            from agentlab.widgets import lab_settings
+            print(f"JupyterLab under test: {lab_t.save_state_setting()}; agentlab's settings "
+                  f"and pre-save hook installed: {lab_settings.is_installed()} "
+                  "(python -m agentlab.widgets.lab_settings)")
             page_u, page_t = context.new_page(), context.new_page()
             page_u.goto(f"{lab_u.base}/lab?token={lab_u.token}")
             page_t.goto(f"{lab_t.base}/lab?token={lab_t.token}")
@@ -328,12 +328,13 @@ def main(argv: list[str] | None = None) -> int:
             for nb in notebooks:
                 name = nb.name
                 look = {"untrusted": (page_u, lab_u), "trusted": (page_t, lab_t),
-                        "saved": (page_t, lab_t), "saved-untrusted": (page_u, lab_u)}
+                        "saved": (page_t, lab_t), "saved-untrusted": (page_u, lab_u),
+                        "partial-save": (page_t, lab_t)}
 
-                def check(phase: str, note: str = "") -> None:
+                def check(phase: str, note: str = "", targets: list | None = None) -> None:
                     page, lab = look[phase]
                     report[name][phase] = (note, inspect_notebook(
-                        page, lab, f"{phase}/{name}", args.shots, phase, args.wait))
+                        page, lab, f"{phase}/{name}", args.shots, phase, args.wait, targets))
                     lab.shutdown_kernels()
 
                 if "untrusted" in phases:
@@ -344,15 +345,32 @@ def main(argv: list[str] | None = None) -> int:
                 if "saved" in phases or "saved-untrusted" in phases:
                     lab_t.trust(lab_t.root / "saved" / name)
                     page_t.evaluate(_OPEN, f"saved/{name}")
+                    drove: list[str] = []
                     note = run_all_and_save(page_t, lab_t, lab_t.root / "saved" / name,
-                                            args.run_timeout)
+                                            args.run_timeout, drove)
+                    drives[name] = drove[0] if drove else ""
                     if "saved" in phases:
                         check("saved", note)
                     if "saved-untrusted" in phases:
                         shutil.copy(lab_t.root / "saved" / name,
                                     lab_u.root / "saved-untrusted" / name)
                         check("saved-untrusted", note)
-                _print(name, report[name])
+                if "partial-save" in phases:
+                    path = lab_t.root / "partial-save" / name
+                    lab_t.trust(path)
+                    code = [i for i, c in enumerate(nbformat.read(path, 4).cells)
+                            if c.cell_type == "code"]
+                    before = widget_outputs(path)
+                    had = len(before)
+                    page_t.evaluate(_OPEN, f"partial-save/{name}")
+                    note = partial_run_and_save(page_t, lab_t, code,
+                                                {c for c, _ in widget_outputs(path)},
+                                                args.run_timeout)
+                    kept = len(widget_outputs(path))
+                    check("partial-save", note, before)
+                    saves[name] = (f"{kept} of {had} widget view(s) left in the file, "
+                                   f"{had - kept} dropped by the pre-save hook (picture)")
+                _print(name, report[name], drives.get(name, ""), saves.get(name, ""))
     finally:
         shutil.rmtree(work, ignore_errors=True)
     verdicts = [_verdict(r) for r in report.values()]
@@ -373,8 +391,13 @@ def _verdict(phases: dict[str, tuple[str, list]]) -> str:
     return "ok"
 
 
-def _print(name: str, phases: dict[str, tuple[str, list]]) -> None:
+def _print(name: str, phases: dict[str, tuple[str, list]], drove: str = "",
+           saved: str = "") -> None:
     print(f"\n{name}: {_verdict(phases)}")
+    if drove:
+        print(f"  drove a control:  {drove}")
+    if saved:
+        print(f"  partial save:     {saved}")
     for phase, (note, found) in phases.items():
         details = " ".join("; ".join(d for _, d in found if d).split())
         print(f"  {phase:<16} {len(found)} widget output(s): {summarize(found)}"

@@ -20,6 +20,8 @@ from pathlib import Path
 import nbformat
 from nbclient import NotebookClient
 
+from agentlab.widgets import save_hook
+
 ROOT = Path(__file__).resolve().parents[1]
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
@@ -66,6 +68,7 @@ def clean(nb) -> None:
     if widgets:
         nb.metadata["widgets"] = widgets
         prune_widget_state(nb)
+    save_hook.prune(nb)  # as a JupyterLab save does: restored panels say "run this cell"
     for cell in nb.cells:
         cell.metadata = {k: v for k, v in cell.metadata.items() if k == "tags"}
         cell.pop("id", None)

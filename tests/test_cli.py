@@ -39,7 +39,7 @@ def test_help_lists_every_command_and_imports_nothing_heavy():
 def test_version(capsys):
     with pytest.raises(SystemExit):
         cli.main(["--version"])
-    assert capsys.readouterr().out.startswith("agentlab 0.1.0 (Python 3.")
+    assert capsys.readouterr().out.startswith("agentlab 0.2.0 (Python 3.")
 
 
 def test_demo_runs_offline_and_names_its_endpoint(tmp_path, capsys):

@@ -221,7 +221,9 @@ def test_abandoned_threads_are_visible_bounded_and_released(reg, gate):
     ex.execute_parallel([call("hang", "1"), call("hang", "2")])
     assert ex.abandoned_threads == 2 and ex.abandoned_calls == [("hang", "1"), ("hang", "2")]
     [r], wall = timed(ex.execute, [call("sleep", "3", seconds=0.0)])
-    assert r.error_code == "executor_saturated" and wall < 0.05
+    # refused, not run (run, it would succeed at once); the time bound is loose on purpose:
+    # 0.05 s was within reach of a loaded 2-core laptop's scheduling delays (issue 24)
+    assert r.error_code == "executor_saturated" and wall < 0.25
     assert "2 earlier calls of this executor (hang) timed out and are still running" in r.result
     gate.set()
     for _ in range(100):

@@ -258,3 +258,22 @@ def test_naive_trim_orphans_a_tool_message():
             except SimulatorHTTPError:
                 failures += 1
     assert failures > 0
+
+
+def test_a_history_far_under_budget_never_builds_the_tokenizer(monkeypatch):
+    """Chapter 04's lean start: the UTF-8 bound decides; exact counts only near the budget."""
+    from agentlab import research, tokens
+    built = []
+    real = tokens.get_encoding
+    monkeypatch.setattr(tokens, "get_encoding", lambda name: built.append(name) or real(name))
+    history = synthetic_history(6, seed=1)
+    mm = MessageManager(research.SYSTEM_PROMPT, tools=research.research_tools().get_all_schemas())
+    mm.extend(history)
+    assert built == [] and not mm.over_budget
+    assert mm.upper_bound() >= mm.count_tokens() == tokens.count_messages_tokens(
+        mm.get_messages(), mm.model, mm._tools)
+    assert built == ["o200k_base"] * len(built) and built  # asked: counted exactly
+    tight = MessageManager(research.SYSTEM_PROMPT, max_tokens=mm.count_tokens() - mm.tools_tokens)
+    built.clear()
+    tight.extend(history)  # the bound passes the threshold: counted, then compressed
+    assert built and tight.compressions and tight.count_tokens() <= tight.threshold_tokens

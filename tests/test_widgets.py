@@ -14,6 +14,7 @@ import math
 import os
 import re
 import sys
+import threading
 from pathlib import Path
 from typing import Literal
 
@@ -117,12 +118,31 @@ def test_summary_counts_failed_tools_next_to_the_successes(tmp_path):
             f"run errors: {len(result.errors)}") in widgets.summarize_result(result)
 
 
+def test_a_slow_machine_prints_the_same_faulty_run(tmp_path, monkeypatch):
+    """Notebook 08's faulty run depends only on its seed: a write_file slowed by 0.15 s (two
+    fsyncs on a loaded laptop) still finishes inside the injected-fault tool timeout."""
+    settings = dict(model_fault_rate=0.4, tool_fault_rate=0.3, seed=3)
+    quick, _ = widgets.run_with_settings(output_dir=tmp_path / "quick", **settings)
+    import agentlab.research as research_module
+    real = research_module.atomic_write
+
+    def slow_write(*args, **kwargs):
+        threading.Event().wait(0.15)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(research_module, "atomic_write", slow_write)
+    slow, _ = widgets.run_with_settings(output_dir=tmp_path / "slow", **settings)
+    assert widgets.summarize_result(slow) == widgets.summarize_result(quick)
+    assert [c["success"] for c in slow.tool_calls_made] == [c["success"] for c in quick.tool_calls_made]
+
+
 def test_01_retry_explorer():
     panel = widgets.retry_explorer()
     assert panel.text.startswith("ok:")
-    control(panel, w.Dropdown, "fault plan").value = "401 bad key"
-    _, after = changed(panel, control(panel, w.Button).click)
+    _, after = changed(panel, lambda: setattr(control(panel, w.Dropdown, "fault plan"), "value",
+                                              "401 bad key"))  # a new plan runs at once
     assert "code=auth_failed" in after
+    assert "base delay s: 0.05" in widgets.control_values(panel)  # the value used, as shown
 
 
 def test_02_schema_explorer():
@@ -207,6 +227,9 @@ def test_08_research_explorer(tmp_path):
     control(panel, w.Combobox).value = widgets.QUESTIONS[1]
     _, after = changed(panel, control(panel, w.Button).click)
     assert "cancellation" in after and "cost: $" in after and "# " in after
+    _, priced = changed(panel, lambda: setattr(control(panel, w.Dropdown, "price as"), "value",
+                                               "gpt-4o-mini"))  # the browser check found it silent
+    assert "at gpt-4o-mini list prices" in priced
 
 
 def test_09_multiplier_explorer():
@@ -236,17 +259,28 @@ def test_10_parse_dag_names_the_bad_line():
         widgets.parse_dag("a 10\nb: a")
 
 
-def test_11_kill_point_explorer():
-    panel = widgets.kill_point_explorer()
-    assert "killed in step 4" in panel.text and "ran twice: [4]" in panel.text
+@pytest.fixture(scope="module")
+def killed_in_step_6():
+    """The kill-point explorer (kill in step 4), then killed in step 6 with checkpoints every
+    3 steps: two kill-and-resume pairs of processes, shared by the two tests below."""
+    panel = widgets.kill_point_explorer(every=3)
+    first = panel.text
     control(panel, w.IntSlider, "kill in step").value = 6
-    _, after = changed(panel, control(panel, w.Button).click)
+    before, after = changed(panel, control(panel, w.Button).click)
+    assert before == first
+    return panel, first, after
+
+
+def test_11_kill_point_explorer(killed_in_step_6):
+    _, first, after = killed_in_step_6
+    assert "killed in step 4" in first and "ran twice: [4]" in first
     assert "ran twice: [6]" in after
     assert "{1: 1, 2: 1, 3: 1, 4: 1, 5: 1, 6: 2}" in after
 
 
-def test_11_steps_between_checkpoint_and_crash_are_replayed_not_rerun():
-    res = widgets.kill_and_resume(6, every=3)
+def test_11_steps_between_checkpoint_and_crash_are_replayed_not_rerun(killed_in_step_6):
+    res = killed_in_step_6[0].result  # what kill_and_resume(6, every=3) returned
+    assert (res["kill_step"], res["every"]) == (6, 3)
     assert res["checkpoint_turn"] == 3
     assert [r["second"] for r in res["rows"]] == ["not_run"] * 3 + ["replayed"] * 2 + ["ok"]
 
@@ -339,7 +373,41 @@ def test_jupyterlab_setting_saves_widget_state_and_ships_with_the_package(tmp_pa
     assert lab_settings.main(["--check", "--prefix", str(tmp_path)]) == 0
     assert (tmp_path / rel / ".." / "overrides.json").read_text() == '{"mine": {}}'
     assert sorted(p.name for p in (tmp_path / rel).iterdir()) == ["agentlab.json"]
-    assert "reload JupyterLab" in capsys.readouterr().out
+    hook = tmp_path / "etc/jupyter/jupyter_server_config.d/agentlab-save-hook.json"
+    assert json.loads(hook.read_text()) == {
+        "ServerApp": {"jpserver_extensions": {"agentlab.widgets.save_hook": True}}}
+    assert "restart JupyterLab" in capsys.readouterr().out
+
+
+def _saved_panel_notebook(tmp_path):
+    """A notebook whose one output is a Panel, executed with its widget state (nbclient)."""
+    nbformat = pytest.importorskip("nbformat")
+    from nbclient import NotebookClient
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
+        "from agentlab import widgets\nwidgets.retry_explorer()")])
+    NotebookClient(nb, kernel_name="python3", store_widget_state=True,
+                   resources={"metadata": {"path": str(tmp_path)}}).execute()
+    return json.loads(nbformat.writes(nb))
+
+
+def test_a_partial_run_save_keeps_the_picture_and_a_restored_panel_says_run_this_cell(tmp_path):
+    from agentlab.widgets import save_hook
+    nb = _saved_panel_notebook(tmp_path)
+    [out] = nb["cells"][0]["outputs"]
+    assert save_hook.WIDGET_VIEW in out["data"] and "image/png" in out["data"]
+    whole = json.loads(json.dumps(nb))
+    save_hook.pre_save({"type": "notebook", "content": whole})  # Run All + save: view kept
+    state = whole["metadata"]["widgets"][save_hook.WIDGET_STATE]["state"]
+    notes = [m["state"]["value"] for m in state.values()
+             if save_hook.RESTORED_CLASS in m["state"].get("_dom_classes", ())]
+    assert notes == [save_hook.RESTORED_NOTE] and "Run this cell" in notes[0]
+    assert save_hook.WIDGET_VIEW in whole["cells"][0]["outputs"][0]["data"]
+    # a partial run in a new kernel, then save: JupyterLab writes only the new kernel's models
+    nb["metadata"]["widgets"][save_hook.WIDGET_STATE]["state"] = {}
+    save_hook.pre_save({"type": "notebook", "content": nb})
+    data = nb["cells"][0]["outputs"][0]["data"]
+    assert save_hook.WIDGET_VIEW not in data and "image/png" in data
+    assert "run this cell" in "".join(data["text/plain"])
 
 
 def test_jupyterlab_reads_the_override_from_the_environment(tmp_path):
@@ -374,3 +442,91 @@ def test_schema_explorer_opens_on_the_tool_it_is_given():
     assert dropdown.value == "get_weather"
     with pytest.raises(ConfigError):
         schema_explorer(reg, tool="nope")
+
+
+class _StoppedFleet:
+    """A fleet whose Redis goes away when ``stopped`` is set (notebook 13's last cell)."""
+
+    def __init__(self):
+        self.stopped = False
+        self.record = {"run_id": "r1", "state": "paused", "task": "t", "turns": 1, "attempts": 1,
+                       "pending": [{"tool": "write_file", "arguments": {"filename": "a.md"}}]}
+
+    def _check(self):
+        if self.stopped:
+            raise ConnectionError("Error 111 connecting to 127.0.0.1:6390. Connection refused.")
+
+    def runs(self):
+        self._check()
+        return [self.record]
+
+    def show(self, run_id):
+        self._check()
+        return self.record
+
+    def approve(self, run_id):
+        self._check()
+
+
+def test_13_controls_say_when_the_fleet_was_stopped_instead_of_failing_silently():
+    from agentlab.widgets.fleet import approval_panel, fleet_table
+    fleet = _StoppedFleet()
+    table = fleet_table(fleet, refresh_s=60)
+    table.stop()
+    status = table.children[0].children[1]
+    assert "settled" in status.value
+    fleet.stopped = True
+    control(table, w.Dropdown, "show").value = "paused"
+    assert "the fleet does not answer (ConnectionError" in status.value
+    fleet.stopped = False
+    panel = approval_panel(fleet, "r1")
+    assert "waits for approval: write_file" in panel.text
+    fleet.stopped = True
+    control(panel, w.Button, "Approve").click()
+    assert "it was probably stopped: run the cells that start it" in panel.text
+
+
+def test_the_server_extension_prunes_a_notebook_saved_through_jupyter_server(tmp_path):
+    """The save hook as JupyterLab uses it: enabled as a server extension, run on a PUT."""
+    import socket
+    import subprocess
+    import time
+    import urllib.request
+    pytest.importorskip("jupyter_server")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    from agentlab.widgets import lab_settings
+    (tmp_path / "root").mkdir()
+    config_d = tmp_path / "cfg" / "jupyter_server_config.d"  # as lab_settings installs it
+    config_d.mkdir(parents=True)
+    (config_d / "agentlab.json").write_text(lab_settings.SERVER_FILE.read_text())
+    env = {**os.environ, "JUPYTER_CONFIG_DIR": str(tmp_path / "cfg"),
+           "JUPYTER_RUNTIME_DIR": str(tmp_path / "rt")}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "jupyter", "server", "--no-browser", f"--port={port}",
+         "--IdentityProvider.token=t", "--allow-root", f"--ServerApp.root_dir={tmp_path / 'root'}"],
+        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    base = f"http://127.0.0.1:{port}/api"
+    try:
+        for _ in range(200):
+            try:
+                urllib.request.urlopen(f"{base}/status?token=t", timeout=2)
+                break
+            except OSError:
+                time.sleep(0.2)
+        view = {"model_id": "gone", "version_major": 2, "version_minor": 0}
+        nb = {"cells": [{"cell_type": "code", "source": "w", "metadata": {}, "execution_count": 1,
+                         "outputs": [{"output_type": "display_data", "metadata": {}, "data": {
+                             "text/plain": "w", "image/png": "iVBORw0KGgo=",
+                             "application/vnd.jupyter.widget-view+json": view}}]}],
+              "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+        body = json.dumps({"type": "notebook", "format": "json", "content": nb}).encode()
+        urllib.request.urlopen(urllib.request.Request(
+            f"{base}/contents/a.ipynb?token=t", data=body, method="PUT",
+            headers={"Content-Type": "application/json"}), timeout=30)
+        saved = json.loads((tmp_path / "root" / "a.ipynb").read_text())
+        assert sorted(saved["cells"][0]["outputs"][0]["data"]) == ["image/png", "text/plain"]
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)

@@ -30,7 +30,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     if importlib.util.find_spec("jupyterlab") is None:
-        print("agentlab lab: JupyterLab is not installed here; run: pip install -e \".[dev]\"",
+        print("agentlab lab: JupyterLab is not installed here; run: pip install -e \".[notebooks]\"",
               file=sys.stderr)
         return 2
     if not is_installed():

@@ -6,6 +6,11 @@ compares in the solved masters). Otherwise it raises ``ExerciseCheckError`` whos
 names each failing case with what was expected, what came back and a hint; in a notebook the
 error shows that message only, never a traceback or the checker's source.
 
+A hint should match the mistake, not the case: a case may list ``mistakes``, each a known wrong
+answer (computed by running a typical wrong implementation on the same input) with the hint for
+that mistake. When the student's answer equals one of them, that hint is shown; otherwise the
+case's own ``hint``, which should describe what the case tests, never the solution's code.
+
 When the environment variable ``AGENTLAB_CHECK_LOG`` names a file, each check also appends one
 JSON line with its per-case results there: ``agentlab exercise check`` and ``grade`` read it.
 """
@@ -16,7 +21,7 @@ import os
 import traceback
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 __all__ = ["Case", "CaseResult", "ExerciseCheckError", "run_cases", "describe_failures",
            "CHECK_LOG_ENV", "MAX_REPR"]
@@ -38,8 +43,10 @@ class Case:
         name: what the case is about, shown to the student.
         run: a no-argument callable that calls the student's code and returns its answer.
         expected: the right answer, or ``None`` when ``check`` decides alone.
-        hint: what to look at when this case fails.
+        hint: what to look at when this case fails (and no mistake below matches).
         check: optional ``check(got) -> bool`` used instead of ``got == expected``.
+        mistakes: ``(answer, hint)`` pairs: ``answer()`` is what a known wrong implementation
+            returns here; when the student's answer equals it, its hint is shown instead.
     """
 
     name: str
@@ -47,6 +54,7 @@ class Case:
     expected: Any = None
     hint: str = ""
     check: Callable[[Any], bool] | None = None
+    mistakes: Sequence[tuple[Callable[[], Any], str]] = ()
 
 
 @dataclass
@@ -104,9 +112,23 @@ def _where_raised(exc: BaseException) -> str:
     return f" (in {f.name}, line {f.lineno}{code})"
 
 
+def _mistake_hint(case: Case, got: Any) -> str:
+    """The hints of the known mistakes whose answer equals ``got`` (two mistakes can give the
+    same wrong answer: both are named), else the case's own hint."""
+    matched = []
+    for answer, hint in case.mistakes:
+        try:
+            wrong = answer()
+            if type(wrong) is type(got) and wrong == got and wrong != case.expected:
+                matched.append(hint)
+        except Exception:  # noqa: BLE001 - a mistake that cannot run here matches nothing
+            continue
+    return " Or: ".join(matched) if matched else case.hint
+
+
 def _run_one(i: int, total: int, case: Case) -> CaseResult:
-    def result(status: str, **texts: str) -> CaseResult:
-        return CaseResult(i, total, case.name, status, hint=case.hint, **texts)
+    def result(status: str, hint: str = case.hint, **texts: str) -> CaseResult:
+        return CaseResult(i, total, case.name, status, hint=hint, **texts)
     try:
         got = case.run()
     except NotImplementedError:
@@ -123,7 +145,8 @@ def _run_one(i: int, total: int, case: Case) -> CaseResult:
         return result("fail", expected=_expected(case), got=got)
     if ok:
         return result("pass")
-    return result("fail", expected=_expected(case), got=_short(got))
+    return result("fail", hint=_mistake_hint(case, got), expected=_expected(case),
+                  got=_short(got))
 
 
 def _expected(case: Case) -> str:

@@ -20,6 +20,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..extras import require
 from .cases import CHECK_LOG_ENV, CaseResult
 from .generate import cell_source, masters
 
@@ -144,6 +145,7 @@ def run_notebook(path: str | Path, master: Path | None = None, *, timeout: float
     """Run ``path`` in a fresh kernel (cwd: its folder) and score its checks against the
     master's (found from the notebook when ``master`` is None). Never raises for what the
     notebook does; ``timeout`` bounds each cell, in seconds."""
+    require("exercises")  # else one line: pip install 'agentlab[notebooks]'
     import nbformat  # lazy: heavy (Jupyter)
     from nbclient import NotebookClient  # lazy: heavy (Jupyter)
     from nbclient.exceptions import CellTimeoutError, DeadKernelError  # lazy: heavy (Jupyter)

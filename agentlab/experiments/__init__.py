@@ -21,6 +21,9 @@ and summarised with intervals that cover what they claim:
   the cost estimate and prices;
 - ``report.py``: the markdown report of ``agentlab report DIR``.
 """
+from ..extras import require
+
+require("experiments")  # one line with the pip command when the extra is missing
 from .cells import Cell, get_scenario, run_cell
 from .cost import CostEstimate, estimate_cost, worst_case_usd
 from .ratelimit import LimitedLLM, RateLimiter, TokenBucket

@@ -26,6 +26,9 @@ The fleet itself (imported by name, so that ``import agentlab.fleet`` stays free
 
 ``agentlab.fleet`` imports the runtime, checkpoints and state chapters, never the reverse.
 """
+from ..extras import require
+
+require("fleet")  # one line with the pip command when the extra is missing
 from .checkpoint_store import RedisCheckpointBackend
 from .connection import RedisTarget, safe_url
 from .decisions import approve, reject

@@ -1,8 +1,9 @@
 """Chapter 04 — the message manager: a token budget that never breaks the conversation.
 
-Taught in ``notebooks/04_message_manager.ipynb``. Five files:
+Taught in ``notebooks/04_message_manager.ipynb``. Six files:
 
 - ``manager.py``: ``MessageManager`` (cached counts, the budget, adding and reading messages);
+- ``counts.py``: when it counts (lazily, from a free upper bound: UTF-8 bytes >= tokens);
 - ``compression.py``: its compression steps (whole groups from the front, the note, truncation);
 - ``groups.py``: pair-safe removal, the history walked in groups (a call with its results);
 - ``records.py``: ``CompressionRecord``, the note, truncation and the summary request;

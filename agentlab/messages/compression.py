@@ -37,7 +37,13 @@ def note_position(mm) -> int:
 
 
 def maybe_compress(mm) -> None:
-    """After messages arrive: compress if over the threshold, then report (or raise) an overflow."""
+    """After messages arrive: compress if over the threshold, then report (or raise) an overflow.
+
+    The cheap bound decides first (``mm.upper_bound()``): far under the threshold, nothing is
+    counted, so the tokenizer is built only when the budget could matter."""
+    if mm.upper_bound() <= mm.threshold_tokens:
+        mm._over = False
+        return
     if mm.count_tokens() > mm.threshold_tokens:
         compress(mm)
     over = mm.over_budget
@@ -52,7 +58,7 @@ def maybe_compress(mm) -> None:
 def compress(mm) -> CompressionRecord | None:
     """Compress ``mm`` now (the steps above); the record, or None if nothing changed."""
     with mm._lock:
-        before = mm.count_tokens()
+        before = mm.count_tokens()  # counts every message not counted yet
         target = mm.target_tokens
         summarizing = mm.strategy == "summarize"
         # Room for the summary that will replace the removed messages.

@@ -3,9 +3,12 @@
 ``MessageManager`` holds the messages of one agent run and keeps them under a token budget.
 Four things make it different from the article's version:
 
-1. **Counts are cached.** Each message is counted once, when it arrives, and the total is a
-   running sum, so appending costs the same at message 900 as at message 10 (the article
-   re-encodes the whole history on every append: quadratic over a run).
+1. **Counts are cached, and made only when they can matter.** A message arrives with a free
+   upper bound on its tokens (its UTF-8 bytes: ``agentlab.tokens.message_tokens_bound``); it
+   is counted exactly, once, only when the bound of the whole request nears the threshold or
+   someone asks (``count_tokens()``). A short chat never builds the tokenizer (0.5 s, 75 MB
+   for o200k_base), and appending costs the same at message 900 as at message 10 (the
+   article re-encodes the whole history on every append: quadratic over a run).
 2. **Compression walks whole groups from the front.** A group is one message, except that an
    assistant message with ``tool_calls`` and all its ``tool`` results form one group: the API
    answers 400 to a tool result whose call is gone, and to a call without its results.
@@ -33,17 +36,17 @@ request. ``on_overflow="raise"`` makes ``append``/``extend`` raise it after addi
 from __future__ import annotations
 
 import threading
-import time
 import warnings
 from typing import Any, Iterable
 
 from ..errors import ConfigError
 from ..knobs import fraction, positive_int
 from ..models import DEFAULT_MODEL, model_family, model_info
-from ..tokens import REPLY_PRIMING, count_message_tokens, count_messages_tokens, count_tools_tokens
+from ..tokens import (REPLY_PRIMING, count_message_tokens, count_messages_tokens,
+                      count_tools_tokens, message_tokens_bound, tools_tokens_bound)
 from .compression import compress, maybe_compress, note_position, set_note
-from .records import (NOTE_RE, CompressionRecord, copy_message, overflow_error, split_note,
-                      truncate_message)
+from .counts import add_message, count_pending
+from .records import NOTE_RE, CompressionRecord, overflow_error, split_note
 
 __all__ = ["MessageManager", "STRATEGIES", "DEFAULT_MAX_TOKENS", "default_budget"]
 
@@ -136,9 +139,11 @@ class MessageManager:
         self.compressions: list[CompressionRecord] = []
         self._lock = threading.RLock()
         self._system_prompt = ""
-        self._system_tokens = 0
+        self._system_exact: int | None = 0   # None until counted (``_system_bound`` till then)
+        self._system_bound = 0
         self._tools: list[dict] = []
-        self._tools_tokens = 0
+        self._tools_exact: int | None = 0    # None until counted (``_tools_bound`` till then)
+        self._tools_bound = 0
         self.system_prompt = system_prompt
         self.reset()
         self.set_tools(tools)
@@ -148,8 +153,12 @@ class MessageManager:
         """Forget the history, the task, the note and the compression records."""
         with self._lock:
             self._messages: list[dict] = []   # history after the system prompt, note excluded
-            self._tokens: list[int] = []      # cached count of each message in _messages
-            self._total = 0                   # sum(self._tokens), kept as a running total
+            # Invariant: the messages not counted yet are the newest ``_uncounted`` ones
+            # (``_tokens`` holds None for them); ``_exact()`` counts them all at once.
+            self._tokens: list[int | None] = []  # cached count of each message in _messages
+            self._total = 0                   # sum of the counted ones, a running total
+            self._uncounted = 0               # how many at the end are not counted yet
+            self._pending_bound = 0           # the sum of their upper bounds
             self._task_index: int | None = None  # index of the pinned first user message
             self._removed = 0                 # messages removed so far (for the note)
             self._summary: str | None = None  # latest summary text, if any
@@ -168,8 +177,36 @@ class MessageManager:
     def system_prompt(self, text: str) -> None:
         with self._lock:
             self._system_prompt = text or ""
-            self._system_tokens = count_message_tokens(
-                {"role": "system", "content": self._system_prompt}, self.model) if text else 0
+            msg = {"role": "system", "content": self._system_prompt}
+            self._system_bound = message_tokens_bound(msg) if text else 0
+            self._system_exact = None if text else 0
+
+    @property
+    def _system_tokens(self) -> int:
+        """Tokens of the system prompt alone (counted on first use)."""
+        if self._system_exact is None:
+            self._system_exact = count_message_tokens(
+                {"role": "system", "content": self._system_prompt}, self.model)
+        return self._system_exact
+
+    @property
+    def _tools_tokens(self) -> int:
+        if self._tools_exact is None:
+            self._tools_exact = count_tools_tokens(self._tools, self.model)
+        return self._tools_exact
+
+    def _exact(self) -> None:
+        """Count whatever is not counted yet (this is what builds the tokenizer)."""
+        count_pending(self)
+
+    def upper_bound(self) -> int:
+        """A cheap upper bound on ``count_tokens()``: exact counts where made, UTF-8 bytes for
+        the rest (``agentlab.tokens.message_tokens_bound``). Never builds the tokenizer."""
+        with self._lock:
+            system = self._system_bound if self._system_exact is None else self._system_exact
+            tools = self._tools_bound if self._tools_exact is None else self._tools_exact
+            return (system + self._note_tokens + self._total + self._pending_bound
+                    + REPLY_PRIMING + tools)
 
     def set_tools(self, tools: Iterable[dict] | None) -> None:
         """The tool schemas sent with every request (``registry.get_all_schemas()``): they are
@@ -178,7 +215,8 @@ class MessageManager:
         compressed here, as if a message had arrived (a restored chat plus 40 tools)."""
         with self._lock:
             self._tools = [dict(t) for t in tools or []]
-            self._tools_tokens = count_tools_tokens(self._tools, self.model)
+            self._tools_bound = tools_tokens_bound(self._tools)
+            self._tools_exact = None if self._tools else 0
             maybe_compress(self)
 
     tools_tokens = property(lambda self: self._tools_tokens,
@@ -187,7 +225,7 @@ class MessageManager:
     @property
     def over_budget(self) -> bool:
         """True when the request (messages and tool schemas) exceeds ``max_tokens``."""
-        return self.count_tokens() > self.max_tokens
+        return self.upper_bound() > self.max_tokens and self.count_tokens() > self.max_tokens
 
     def check_budget(self) -> int:
         """The prompt size; raises ``AgentError("context_overflow")`` if over ``max_tokens``.
@@ -250,22 +288,7 @@ class MessageManager:
             maybe_compress(self)
 
     def _add(self, msg: dict) -> None:
-        m = copy_message(msg)
-        n = count_message_tokens(m, self.model)
-        if n > self.max_message_tokens and isinstance(m.get("content"), str):
-            before = self.count_tokens()
-            m = truncate_message(m, n, self.max_message_tokens, self.model)
-            n_new = count_message_tokens(m, self.model)
-            self.compressions.append(CompressionRecord(
-                when=time.time(), tokens_before=before + n, tokens_after=before + n_new,
-                messages_removed=0, strategy="truncate", truncated=1,
-                note=f"a {m['role']} message of {n} tokens was truncated to {n_new}"))
-            n = n_new
-        if self._task_index is None and m.get("role") == "user":
-            self._task_index = len(self._messages)
-        self._messages.append(m)
-        self._tokens.append(n)
-        self._total += n
+        add_message(self, msg)
 
     def compress(self) -> CompressionRecord | None:
         """Compress now (normally automatic). Returns the record, or None if nothing changed."""
@@ -297,6 +320,7 @@ class MessageManager:
         if msgs is not None:
             return count_messages_tokens(msgs, self.model, tools)
         with self._lock:
+            self._exact()
             schemas = self._tools_tokens if tools is None else count_tools_tokens(tools, self.model)
             return self._system_tokens + self._note_tokens + self._total + REPLY_PRIMING + schemas
 

@@ -58,7 +58,9 @@ def worst_case_output_tokens(llm: Any) -> int:
 
 def prompt_tokens_sent(rt: Any, msgs: list, tools: list | None) -> int:
     """The prompt tokens of the request about to be sent, counted locally (the message
-    manager's cached count when it has one: the same number its budget uses)."""
+    manager's cached count when it has one: the same number its budget uses). The turn asks
+    only when the provider reported no usage or the call was cancelled: counting builds the
+    tokenizer, which a run far under its budget never needs (chapter 04)."""
     count = getattr(rt.messages, "count_tokens", None)
     if count is not None:
         return int(count())
@@ -75,14 +77,14 @@ def completion_tokens_of(reply: Any, content: str, model: str) -> int:
     return sum(count_text_tokens(t, model) for t in texts if t)
 
 
-def charged_usage(reported: dict | None, prompt: int,
+def charged_usage(reported: dict | None, prompt: int | Callable[[], int],
                   completion: Callable[[], int]) -> tuple[dict, bool]:
     """``(usage to charge, estimated?)``: the provider's counts where it reported them, the
-    local ones (``prompt``, ``completion()``) where it did not."""
+    local ones (``prompt`` or ``prompt()``, ``completion()``) where it did not."""
     usage = dict(reported or {})
     estimated = False
     if not isinstance(usage.get("prompt_tokens"), int) or usage["prompt_tokens"] < 0:
-        usage["prompt_tokens"], estimated = prompt, True
+        usage["prompt_tokens"], estimated = prompt() if callable(prompt) else prompt, True
     if not isinstance(usage.get("completion_tokens"), int) or usage["completion_tokens"] < 0:
         usage["completion_tokens"], estimated = completion(), True
     if estimated or not isinstance(usage.get("total_tokens"), int):

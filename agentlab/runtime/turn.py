@@ -13,10 +13,11 @@ result, or ``not_run``'s "has no result"), so the history stays valid for the AP
 """
 from __future__ import annotations
 
+import functools
 import json
 import time
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from ..errors import AgentError
 from ..executor import ToolBatch, ToolExecutor, not_run, run_batch
@@ -54,7 +55,7 @@ def call_model(rt: Any, ctx: RunContext, tools: list | None, stream: bool, turn:
         min(ctx.remaining(), rt.config.step_timeout)
     _check_context(rt)
     msgs = rt.messages.get_messages()
-    sent = prompt_tokens_sent(rt, msgs, tools)  # charged if the provider reports no usage
+    sent = functools.cache(lambda: prompt_tokens_sent(rt, msgs, tools))  # counted if needed
     yield from event(rt, ctx, "llm_start", turn=ctx.turns, messages=len(msgs))
     t = time.monotonic()
     try:
@@ -65,7 +66,7 @@ def call_model(rt: Any, ctx: RunContext, tools: list | None, stream: bool, turn:
                 msgs, tools=tools, temperature=rt.config.temperature, timeout=timeout), ctx.cancel)
             content = resp.content or ""
     except Interrupted:  # the provider bills what was sent
-        charge_prompt(ctx, turn, sent)
+        charge_prompt(ctx, turn, sent())
         raise Stop(RunState.CANCELLED, "cancelled") from None
     except AgentError as exc:
         if ctx.remaining() <= 0:  # the call ran into the run's deadline
@@ -172,7 +173,7 @@ def _execute(rt: Any, ctx: RunContext, calls: list, parallel: bool) -> list:
 
 # -- the turn's edges -----------------------------------------------------------------------
 def _account(rt: Any, ctx: RunContext, turn: dict, resp: ModelReply, content: str,
-             took_s: float, sent: int) -> dict:
+             took_s: float, sent: Callable[[], int]) -> dict:
     """Add a reply's tokens to the run and its turn (counted locally where the provider
     reported none: ``cost.charged_usage``); note its finish reason and text."""
     model = getattr(rt.llm, "model", "")
@@ -241,6 +242,9 @@ def _check_context(rt: Any) -> None:
     but only once a compression could not make it fit."""
     check_budget = getattr(rt.messages, "check_budget", None)
     if check_budget is None:
+        return
+    bound = getattr(rt.messages, "upper_bound", None)  # cheap: counts nothing (chapter 04)
+    if bound is not None and bound() <= rt.messages.max_tokens:
         return
     try:
         check_budget()

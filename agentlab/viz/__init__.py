@@ -6,6 +6,9 @@ when a plot is drawn, never at ``import agentlab``. Every call state (ok, failed
 abandoned, not run, replayed) has one colour and one legend word, defined once in
 ``agentlab.viz.states`` and used by every plot and widget.
 """
+from ..extras import require
+
+require("notebooks", "agentlab.viz (the notebooks' plots)")  # else one line: the pip command
 # Chapter plot modules are appended below.
 from .llm import *  # noqa: F401,F403
 from .timeouts import *  # noqa: F401,F403

@@ -27,6 +27,9 @@ Next to each widget is the plain function it runs, for deterministic prints in n
 ``from agentlab import widgets`` imports ipywidgets (and the chapters' modules); ``import
 agentlab`` does not.
 """
+from ..extras import require
+
+require("notebooks", "agentlab.widgets (the notebooks' widgets)")  # else: the pip command
 from .panel import *  # noqa: F401,F403
 from .llm import *  # noqa: F401,F403
 from .tools import *  # noqa: F401,F403

@@ -129,7 +129,7 @@ def kill_point_explorer(*, every: int = 3) -> Panel:
     def run(_: Any = None) -> None:
         button.disabled = True
         try:
-            res = kill_and_resume(kill.value, interval.value)
+            res = panel.result = kill_and_resume(kill.value, interval.value)  # kept: last run
             panel.show(out, format_kill_and_resume(res),
                        plot_step_runs(res["rows"], checkpoint_turn=res["checkpoint_turn"]
                                       if res["exit_code"] else None))

@@ -63,7 +63,14 @@ def fleet_table(fleet: Any, run_ids: list[str] | None = None, *, refresh_s: floa
         panel.show(None, text=text)
         return settled
 
-    show.observe(refresh, "value")
+    def on_show(_: Any) -> None:  # a callback's exception would vanish into the kernel's log
+        try:
+            refresh()
+        except Exception as exc:  # noqa: BLE001 - shown to the student instead
+            status.value = _unreachable(exc)
+
+    show.observe(on_show, "value")
+
     def loop() -> None:
         waited = 0.0
         while not stop.wait(refresh_s) and waited < timeout_s:
@@ -72,13 +79,21 @@ def fleet_table(fleet: Any, run_ids: list[str] | None = None, *, refresh_s: floa
                 if refresh():
                     return
             except Exception as exc:  # Redis gone (the fleet was stopped): say so, stop
-                status.value = f"stopped: {type(exc).__name__}"
+                status.value = _unreachable(exc)
                 return
 
     refresh()
     panel.stop = stop.set  # type: ignore[attr-defined]
     threading.Thread(target=loop, daemon=True, name="agentlab-fleet-table").start()
     return panel
+
+
+def _unreachable(exc: Exception, html_: bool = True) -> str:
+    """What a control says when the fleet cannot answer (e.g. the notebook's last cell stopped
+    it): visibly, instead of a callback failing silently."""
+    text = (f"the fleet does not answer ({type(exc).__name__}: {str(exc)[:120]}); it was "
+            "probably stopped: run the cells that start it, then this one")
+    return f"<b style='color:#b71c1c'>{html.escape(text)}</b>" if html_ else text
 
 
 def approval_panel(fleet: Any, run_id: str) -> Panel:
@@ -90,7 +105,12 @@ def approval_panel(fleet: Any, run_id: str) -> Panel:
     panel = Panel([w.HBox([approve, reject]), reason, out], title="approval (chapter 13)")
 
     def describe(note: str = "") -> None:
-        rec = fleet.show(run_id)
+        try:
+            rec = fleet.show(run_id)
+        except Exception as exc:  # noqa: BLE001 - the fleet was stopped: say so in the panel
+            panel.show(out, text=f"{note}\n{_unreachable(exc, html_=False)}".strip())
+            approve.disabled = reject.disabled = True
+            return
         lines = [f"run {run_id[:12]}…: {rec['state']}"]
         for call in rec.get("pending") or []:
             args = ", ".join(f"{k}={str(v)[:30]!r}" for k, v in call["arguments"].items())

@@ -18,8 +18,14 @@ agentlab ships the setting as a JupyterLab *settings override*: JupyterLab reads
       python -m agentlab.widgets.lab_settings            # install or check the file
       python -m agentlab.widgets.lab_settings --check    # exit 1 if it is missing
 
-Only ``overrides.d/agentlab.json`` is ever written; a user's ``overrides.json`` is never
-touched. Reload the JupyterLab page afterwards.
+With it comes a Jupyter server config file, ``{sys.prefix}/etc/jupyter/
+jupyter_server_config.d/agentlab-save-hook.json``, that enables the server extension
+``agentlab.widgets.save_hook``: its pre-save hook makes a save after a partial run (or an
+autosave) never leave a widget output without its state and without its picture. It takes
+effect when the server starts.
+
+Only ``overrides.d/agentlab.json`` and that config file are ever written; a user's
+``overrides.json`` and own server config are never touched. Restart JupyterLab afterwards.
 """
 from __future__ import annotations
 
@@ -28,12 +34,16 @@ import json
 import sys
 from pathlib import Path
 
-__all__ = ["SETTINGS_FILE", "OVERRIDES_DIR", "settings_path", "is_installed", "install_settings"]
+__all__ = ["SETTINGS_FILE", "OVERRIDES_DIR", "SERVER_FILE", "SERVER_CONFIG_DIR", "settings_path",
+           "server_config_path", "is_installed", "install_settings"]
 
 #: The shipped override (also what the wheel installs).
 SETTINGS_FILE = Path(__file__).resolve().parent / "jupyterlab" / "agentlab.json"
 #: Where JupyterLab looks, relative to the environment's prefix.
 OVERRIDES_DIR = Path("share", "jupyter", "lab", "settings", "overrides.d")
+#: The server config that turns on the save hook, and where the server reads such files.
+SERVER_FILE = SETTINGS_FILE.parent / "agentlab-save-hook.json"
+SERVER_CONFIG_DIR = Path("etc", "jupyter", "jupyter_server_config.d")
 
 
 def settings_path(prefix: str | Path | None = None) -> Path:
@@ -41,21 +51,32 @@ def settings_path(prefix: str | Path | None = None) -> Path:
     return Path(prefix or sys.prefix) / OVERRIDES_DIR / SETTINGS_FILE.name
 
 
-def is_installed(prefix: str | Path | None = None) -> bool:
-    """True when the environment has agentlab's override, with the content shipped here."""
-    path = settings_path(prefix)
+def server_config_path(prefix: str | Path | None = None) -> Path:
+    """Where the save hook's server config lives for the environment at ``prefix``."""
+    return Path(prefix or sys.prefix) / SERVER_CONFIG_DIR / SERVER_FILE.name
+
+
+def _same(path: Path, shipped: Path) -> bool:
     try:
-        return json.loads(path.read_text()) == json.loads(SETTINGS_FILE.read_text())
+        return json.loads(path.read_text()) == json.loads(shipped.read_text())
     except (OSError, ValueError):
         return False
 
 
+def is_installed(prefix: str | Path | None = None) -> bool:
+    """True when the environment has agentlab's override and save-hook config, as shipped."""
+    return (_same(settings_path(prefix), SETTINGS_FILE)
+            and _same(server_config_path(prefix), SERVER_FILE))
+
+
 def install_settings(prefix: str | Path | None = None) -> Path:
-    """Write the override into the environment at ``prefix``; return its path (idempotent)."""
-    path = settings_path(prefix)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(SETTINGS_FILE.read_text())
-    return path
+    """Write the override and the save-hook config into the environment at ``prefix``; return
+    the override's path (idempotent)."""
+    for path, shipped in ((server_config_path(prefix), SERVER_FILE),
+                          (settings_path(prefix), SETTINGS_FILE)):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(shipped.read_text())
+    return settings_path(prefix)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -73,7 +94,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"missing: {path} (run: python -m agentlab.widgets.lab_settings)")
         return 1
     install_settings(args.prefix)
-    print(f"installed {path}; reload JupyterLab for it to take effect")
+    print(f"installed {path} and {server_config_path(args.prefix)}; restart JupyterLab for "
+          "them to take effect")
     return 0
 
 

@@ -73,8 +73,9 @@ def retry_explorer(plans: dict[str, list] | None = None) -> Panel:
     plans = plans or PLANS
     pick = w.Dropdown(options=list(plans), value="429, 500, ok", description="fault plan")
     retries = w.IntSlider(value=3, min=0, max=6, description="max_retries")
-    base = w.FloatLogSlider(value=0.05, base=10, min=-3, max=0, step=0.25,
-                            description="base delay s")
+    # the values offered are the values used (a log slider showed 0.0562 while 0.05 was used)
+    base = w.SelectionSlider(options=[0.001, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0],
+                             value=0.05, description="base delay s")
     mode = w.ToggleButtons(options=["chat", "stream"], value="chat")
     run = w.Button(description="Run call", button_style="primary")
     out = w.Output()
@@ -93,5 +94,6 @@ def retry_explorer(plans: dict[str, list] | None = None) -> Panel:
         panel.show(out, text, fig)
 
     run.on_click(on_run)
+    pick.observe(on_run, "value")  # a new plan runs at once (the browser check found it silent)
     on_run()
     return panel

@@ -15,16 +15,23 @@ A ``Panel`` is an ``ipywidgets.VBox`` whose display bundle carries three things 
 
 Widgets call ``panel.show(out, text=..., figure=...)`` to update their output; it clears the
 ``Output`` widget, prints the text, displays the figure and remembers both for the snapshot.
+
+The snapshot is drawn when the cell runs and says so (with the time): later clicks are not in
+it. A panel's last child, drawn first, is an empty HTML line that a saved notebook fills in
+(``save_hook.py``): a panel rebuilt from the file without a kernel says, in red, to run the cell.
 """
 from __future__ import annotations
 
 import base64
 import io
 import textwrap
+import time
 from typing import Any, Iterator, Sequence
 
 import ipywidgets as w
 from IPython.display import Image, display
+
+from .save_hook import RESTORED_CLASS
 
 __all__ = ["Panel", "control_values", "snapshot_png", "figure_png"]
 
@@ -111,7 +118,9 @@ def snapshot_png(title: str, controls: Sequence[str], text: str = "", figure: An
     image = _stacked(_figures(figure), dpi)
     width_px = image.shape[1] if image is not None else int((width_in or 7.5) * dpi)
     chars = max(40, int(width_px / (dpi * 0.085)))          # ~0.085 in per 9 pt mono char
-    head = [f"\u25b6 {title}  -  snapshot; {RUN_HINT}"]
+    taken = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    head = textwrap.wrap(f"\u25b6 {title}  -  snapshot taken when the cell ran ({taken}); "
+                         f"{RUN_HINT}", chars - 4)  # wrapped: never cut at the picture's edge
     knobs = textwrap.wrap("   ".join(controls), chars) if controls else []
     body = text.rstrip("\n").splitlines()
     if len(body) > _MAX_TEXT_LINES:
@@ -130,8 +139,9 @@ def snapshot_png(title: str, controls: Sequence[str], text: str = "", figure: An
 
     fig.patches.append(_band(fig, band_px / height_px))
     y = 4.0
-    put(y, head[0], weight="bold", color="#0d47a1")
-    y += line_px
+    for ln in head:
+        put(y, ln, weight="bold", color="#0d47a1")
+        y += line_px
     for ln in knobs:
         put(y, ln, color="#263238")
         y += line_px
@@ -187,7 +197,9 @@ class Panel(w.VBox):
     """
 
     def __init__(self, children: Sequence[Any] = (), *, title: str, **kwargs: Any) -> None:
-        super().__init__(list(children), **kwargs)
+        # last child (indices of the others unchanged), drawn first (flex order -1)
+        note = w.HTML("", _dom_classes=(RESTORED_CLASS,), layout=w.Layout(order="-1"))
+        super().__init__([*children, note], **kwargs)
         self.title = title
         self.text = ""
         self.figure: Any = None

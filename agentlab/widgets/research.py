@@ -18,7 +18,7 @@ from ..observe import AgentObserver
 from ..runtime import AgentRuntime, RuntimeConfig
 from ..viz.observe import plot_turn_cost
 from .panel import Panel
-from .runtime import format_event, summarize_result
+from .runtime import FAULT_HANG_S, FAULT_TIMEOUT_S, format_event, summarize_result
 
 __all__ = ["QUESTIONS", "ask_researcher", "format_research", "research_explorer"]
 
@@ -44,7 +44,8 @@ def ask_researcher(question: str, *, tool_fault_rate: float = 0.0, seed: int = 0
     out = Path(output_dir) if output_dir is not None else Path(tempfile.mkdtemp(prefix="agentlab-"))
     tools = research.research_tools(out)
     if tool_fault_rate:
-        research.with_tool_faults(tools, tool_fault_rate, seed=seed, hang_s=0.3, timeout=0.1)
+        research.with_tool_faults(tools, tool_fault_rate, seed=seed, hang_s=FAULT_HANG_S,
+                                  timeout=FAULT_TIMEOUT_S)
     obs = AgentObserver("research", model=model, seed=seed)
     rt = AgentRuntime(sim.Simulator(sim.Researcher(), seed=seed).llm(model=model), tools,
                       system_prompt=research.SYSTEM_PROMPT, observer=obs,
@@ -110,5 +111,6 @@ def research_explorer(questions: list[str] | None = None, *, output_dir: str | P
             button.disabled = False
 
     button.on_click(run)
+    model.observe(run, "value")  # the price changes the cost shown: ask again (was: silent)
     run()
     return panel

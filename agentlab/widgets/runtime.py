@@ -18,7 +18,16 @@ from ..sim.researcher import Researcher
 from ..viz.runtime import plot_turn_timeline
 from .panel import Panel
 
-__all__ = ["run_with_settings", "format_event", "summarize_result", "run_panel"]
+__all__ = ["run_with_settings", "format_event", "summarize_result", "run_panel",
+           "FAULT_TIMEOUT_S", "FAULT_HANG_S"]
+
+#: The tool timeout when tool faults are injected, and how long an injected hang lasts. Both
+#: are wall-clock, so they are far apart and far above a normal call (1-10 ms): with 0.1 s, a
+#: ``write_file`` (two fsyncs) on a loaded laptop took >0.1 s now and then and timed out, and
+#: the same seed printed another run (notebook 08: 9 turns instead of 8). Each injected hang
+#: costs ``FAULT_TIMEOUT_S`` of run time.
+FAULT_TIMEOUT_S = 0.5
+FAULT_HANG_S = 2.0
 
 
 def run_with_settings(max_turns: int = 15, parallel: bool = True, model_fault_rate: float = 0.0,
@@ -39,7 +48,8 @@ def run_with_settings(max_turns: int = 15, parallel: bool = True, model_fault_ra
                           seed=seed) if model_fault_rate else None)
     tools = research.research_tools(output_dir)
     if tool_fault_rate:
-        research.with_tool_faults(tools, tool_fault_rate, seed=seed, hang_s=0.3, timeout=0.1)
+        research.with_tool_faults(tools, tool_fault_rate, seed=seed, hang_s=FAULT_HANG_S,
+                                  timeout=FAULT_TIMEOUT_S)
     rt = AgentRuntime(simulator.llm(max_retries=3, retry_base_delay=0.01, seed=seed), tools,
                       system_prompt=research.SYSTEM_PROMPT,
                       config=RuntimeConfig(max_turns=max_turns, parallel_tool_calls=parallel,
