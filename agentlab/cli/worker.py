@@ -6,7 +6,8 @@ The worker runs the fleet's settings (``agentlab.fleet.app``: late acks, prefetc
 visibility timeout and restore check, JSON). Its pool children and the subprocesses tools
 start share its process group, so stopping the group stops them all: a shell puts each
 command in its own group already, and ``agentlab.fleet.local`` starts workers in a new
-session. Exit code 2 with one line when Redis cannot be reached.
+session. Exit code 2 with one line when Redis cannot be reached; a worker that dies at
+start-up exits with Celery's non-zero status (1 for an exception).
 """
 from __future__ import annotations
 
@@ -42,5 +43,14 @@ def run(args: argparse.Namespace) -> int:
     except AgentError as exc:
         print(f"agentlab worker: {exc.message}", file=sys.stderr)
         return 2
-    make_app(cfg).worker_main(worker_args(args.name, args.concurrency, args.pool, args.loglevel))
-    return 0
+    # ``app.start`` returns the worker's exit status (``worker_main`` would drop it): a worker
+    # that died at start-up must not look like one that stopped cleanly
+    try:
+        code = make_app(cfg).start(["worker", *worker_args(args.name, args.concurrency,
+                                                           args.pool, args.loglevel)[1:]])
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    except Exception as exc:
+        print(f"agentlab worker: the worker failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 1
+    return int(code or 0)

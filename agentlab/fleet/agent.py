@@ -55,6 +55,7 @@ class Attempt:
     output_dir: Path
     should_stop: Callable[[], bool] = lambda: False   # the cancel flag
     prefix: str = "agentlab:default:fleet:"
+    on_unreachable: Callable[[], Any] = lambda: None  # Redis did not answer: the lease is lost
 
 
 def fleet_llm(spec: RunSpec) -> LLMClient:
@@ -82,10 +83,11 @@ def build_runtime(at: Attempt) -> AgentRuntime:
 
     guarded = GuardedExecutor(inner, at.run_id, at.lease_ok, at.ledger, limits=spec.tool_limits,
                               client=at.client, tool_latency_s=spec.tool_latency_s,
-                              crash_on_tool=spec.crash_on_tool, on_lost=lost, prefix=at.prefix)
+                              crash_on_tool=spec.crash_on_tool, on_lost=lost, prefix=at.prefix,
+                              should_stop=at.should_stop)
     folder = at.output_dir.parent / "checkpoints"  # used only by file-based stores
     store = FencedBackend(make_backend(at.checkpoints, folder), at.run_id, at.lease_ok,
-                          on_lost=lost)
+                          on_lost=lost, on_unreachable=at.on_unreachable)
     cm = CheckpointManager(folder, auto_save_interval=1,
                            max_checkpoints=None, store=store, run_id=at.run_id)
     config = RuntimeConfig(max_turns=spec.max_turns, max_total_time=600.0)
@@ -93,8 +95,11 @@ def build_runtime(at: Attempt) -> AgentRuntime:
                       extensions=[Approval()], checkpoints=cm)
 
     def turn_start(event: dict) -> None:  # a safe point: stop here if asked to, or superseded
+        if not at.lease_ok():  # (False too when Redis does not answer: then nothing is written)
+            rt.cancel()
+            return
         at.ledger.step(at.run_id, event["turn"], "turn_start", at.token, at.worker)
-        if at.should_stop() or not at.lease_ok():
+        if at.should_stop():
             rt.cancel()
 
     def turn_end(event: dict) -> None:  # a step counts as done only under a valid lease: a

@@ -31,11 +31,14 @@ from celery import Celery
 
 from .connection import RedisTarget
 
-__all__ = ["FleetConfig", "celery_settings", "fleet_prefix", "broker_url", "make_app", "app", "TASK_NAME", "DEFAULT_REDIS_URL"]
+__all__ = ["FleetConfig", "celery_settings", "fleet_prefix", "broker_url", "broker_key", "make_app",
+           "app", "TASK_NAME", "DEFAULT_REDIS_URL", "QUEUE"]
 
 DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
 #: The Celery task that executes one attempt of a run (``agentlab.fleet.tasks``).
 TASK_NAME = "agentlab.fleet.run"
+#: The fleet's Celery queue (a Redis list of that name, inside the broker's key prefix).
+QUEUE = "agentlab"
 
 
 @dataclass(frozen=True)
@@ -49,7 +52,10 @@ class FleetConfig:
         visibility_timeout_s: seconds before an unacknowledged message is redelivered
             (``AGENTLAB_FLEET_VISIBILITY_TIMEOUT``, default 30).
         lease_ttl_s: a dead holder's lease is free after this long (``AGENTLAB_FLEET_LEASE_TTL``,
-            default 10); renewed every quarter of it.
+            default 3); renewed every quarter of it. It decides how fast a killed worker's
+            runs resume: the reaper hands them on once their lease has expired.
+        reaper_interval_s: how often a worker's reaper looks for runs to hand on
+            (``AGENTLAB_FLEET_REAPER_INTERVAL``, default 0.5; 0 turns it off).
         checkpoints: the checkpoint store of fleet runs, shared by the workers
             (``AGENTLAB_FLEET_CHECKPOINTS``; default the Redis URL itself: chapter 13's
             ``RedisCheckpointBackend``; a ``.db`` path selects SQLite on a shared disk).
@@ -59,9 +65,10 @@ class FleetConfig:
     redis_url: str = DEFAULT_REDIS_URL
     prefix: str = "agentlab:default:fleet:"
     visibility_timeout_s: float = 30.0
-    lease_ttl_s: float = 10.0
+    lease_ttl_s: float = 3.0
     checkpoints: str = ""
     fleet_dir: str = ""
+    reaper_interval_s: float = 0.5
 
     @classmethod
     def from_env(cls, env: dict | None = None) -> "FleetConfig":
@@ -70,16 +77,18 @@ class FleetConfig:
         url = env.get("AGENTLAB_REDIS_URL") or DEFAULT_REDIS_URL
         return cls(redis_url=url, prefix=env.get("AGENTLAB_FLEET_PREFIX") or fleet_prefix(url),
                    visibility_timeout_s=float(env.get("AGENTLAB_FLEET_VISIBILITY_TIMEOUT") or 30),
-                   lease_ttl_s=float(env.get("AGENTLAB_FLEET_LEASE_TTL") or 10),
+                   lease_ttl_s=float(env.get("AGENTLAB_FLEET_LEASE_TTL") or 3),
                    checkpoints=env.get("AGENTLAB_FLEET_CHECKPOINTS") or url,
-                   fleet_dir=fleet_dir)
+                   fleet_dir=fleet_dir,
+                   reaper_interval_s=float(env.get("AGENTLAB_FLEET_REAPER_INTERVAL") or 0.5))
 
     def env(self) -> dict[str, str]:
         """The environment variables that make a worker process use this configuration."""
         return {"AGENTLAB_REDIS_URL": self.redis_url, "AGENTLAB_FLEET_PREFIX": self.prefix,
                 "AGENTLAB_FLEET_VISIBILITY_TIMEOUT": str(self.visibility_timeout_s),
                 "AGENTLAB_FLEET_LEASE_TTL": str(self.lease_ttl_s),
-                "AGENTLAB_FLEET_CHECKPOINTS": self.checkpoints, "AGENTLAB_FLEET_DIR": self.fleet_dir}
+                "AGENTLAB_FLEET_CHECKPOINTS": self.checkpoints, "AGENTLAB_FLEET_DIR": self.fleet_dir,
+                "AGENTLAB_FLEET_REAPER_INTERVAL": str(self.reaper_interval_s)}
 
 
 def fleet_prefix(url: str) -> str:
@@ -92,6 +101,11 @@ def broker_url(url: str) -> str:
     parts = urlsplit(url)
     query = [(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if k != "tenant"]
     return urlunsplit(parts._replace(query=urlencode(query)))
+
+
+def broker_key(cfg: FleetConfig, name: str) -> str:
+    """The Redis key of the broker's ``name`` (``unacked``, ``unacked_index``, the queue)."""
+    return celery_settings(cfg)["broker_transport_options"].get("global_keyprefix", "") + name
 
 
 def celery_settings(cfg: FleetConfig) -> dict:
@@ -110,7 +124,7 @@ def celery_settings(cfg: FleetConfig) -> dict:
         "result_expires": 24 * 3600,
         "broker_connection_retry_on_startup": True,
         "worker_hijack_root_logger": False,
-        "task_default_queue": "agentlab",
+        "task_default_queue": QUEUE,
     }
 
 

@@ -123,19 +123,23 @@ class WorkerProcess:
 
 
 class LocalFleet:
-    """Redis plus ``workers`` worker processes, and a ``Fleet`` handle on them (``.fleet``)."""
+    """Redis plus ``workers`` worker processes, and a ``Fleet`` handle on them (``.fleet``).
+
+    ``appendonly=True`` gives Redis an append-only file, so ``self.redis.kill()`` and
+    ``.restart()`` are an outage, not a loss of the fleet's state."""
 
     def __init__(self, workers: int = 2, *, concurrency: int = 1, pool: str = "prefork",
-                 visibility_timeout_s: float = 30.0, lease_ttl_s: float = 10.0,
+                 visibility_timeout_s: float = 30.0, lease_ttl_s: float = 3.0,
                  redis_url: str | None = None, fleet_dir: str | None = None,
-                 wait: bool = True) -> None:
-        self.redis = None if redis_url else RedisServer.start()
+                 wait: bool = True, appendonly: bool = False,
+                 reaper_interval_s: float = 0.5) -> None:
+        self.redis = None if redis_url else RedisServer.start(appendonly=appendonly)
         self.dir = Path(fleet_dir or tempfile.mkdtemp(prefix="agentlab-fleet-"))
         url = redis_url or self.redis.url
         self.cfg = FleetConfig(redis_url=url, prefix=fleet_prefix(url),
                                visibility_timeout_s=visibility_timeout_s, lease_ttl_s=lease_ttl_s,
-                               checkpoints=url,
-                               fleet_dir=str(self.dir))
+                               checkpoints=url, fleet_dir=str(self.dir),
+                               reaper_interval_s=reaper_interval_s)
         self.workers: list[WorkerProcess] = []
         try:
             for i in range(workers):

@@ -10,8 +10,12 @@ read, and where a worker writes what happened. Keys (``prefix`` = ``agentlab:def
     <prefix>cancel:<run_id>   present when a cancel was asked for (checked at safe points)
 
 ``state`` is ``queued`` (submitted, no worker has it), ``running``, ``paused`` (waiting for a
-human to approve a call: the run holds no worker), or a terminal ``RunState`` value
-(``finished``, ``exhausted``, ``cancelled``, ``error``).
+human to approve a call: the run holds no worker), a terminal ``RunState`` value
+(``finished``, ``exhausted``, ``cancelled``, ``error``), or ``submit_failed`` (terminal: the
+record was written but its message could not be sent; ``Fleet.submit`` raised). ``enqueued`` is
+set once the first message was sent, so the reaper can tell such a ghost from a run whose
+message was lost. ``attempts`` counts deliveries that took the lease, ``infra_losses`` those
+of them that the infrastructure ended (worker lost, Redis unreachable).
 
 ``RunSpec`` is what a run needs besides its task: plain JSON, so it crosses the queue.
 """
@@ -25,11 +29,12 @@ from typing import Any
 
 from ..errors import ConfigError
 
-__all__ = ["RunSpec", "RunRecords", "TERMINAL", "QUEUED", "RUNNING", "PAUSED", "new_fleet_run_id"]
+__all__ = ["RunSpec", "RunRecords", "TERMINAL", "QUEUED", "RUNNING", "PAUSED", "SUBMIT_FAILED",
+           "new_fleet_run_id"]
 
-QUEUED, RUNNING, PAUSED = "queued", "running", "paused"
-#: States a fleet run never leaves (the terminal ``RunState`` values).
-TERMINAL = frozenset({"finished", "exhausted", "cancelled", "error"})
+QUEUED, RUNNING, PAUSED, SUBMIT_FAILED = "queued", "running", "paused", "submit_failed"
+#: States a fleet run never leaves (the terminal ``RunState`` values, and ``submit_failed``).
+TERMINAL = frozenset({"finished", "exhausted", "cancelled", "error", SUBMIT_FAILED})
 
 
 def new_fleet_run_id() -> str:
@@ -46,8 +51,11 @@ class RunSpec:
         time_scale: the simulated model's latency scale (0: answer at once; 1: the article's pace).
         tool_latency_s: extra seconds each tool call takes (simulated I/O).
         max_turns: the run's turn budget.
-        max_attempts: deliveries that may take the lease before the run ends in ERROR
+        max_attempts: attempts that may crash their worker before the run ends in ERROR
             (``too_many_attempts``): a run that keeps killing its worker must not loop.
+        max_infra_losses: attempts the infrastructure may end (a worker killed from outside
+            and found by the reaper, Redis unreachable) before the run ends in ERROR
+            (``too_many_infra_losses``); counted apart, so a busy fleet does not fail a run.
         tool_limits: at most this many concurrent calls of a tool across the fleet, e.g.
             ``{"web_search": 2}``.
         approve_tools: tools whose calls wait for a human (``requires_approval``).
@@ -60,6 +68,7 @@ class RunSpec:
     tool_latency_s: float = 0.0
     max_turns: int = 12
     max_attempts: int = 3
+    max_infra_losses: int = 20
     tool_limits: dict = field(default_factory=dict)
     approve_tools: list = field(default_factory=list)
     crash_on_tool: str | None = None
@@ -71,7 +80,7 @@ class RunSpec:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
                 raise ConfigError("invalid_config", f"{name} must be a number >= 0, not {value!r}")
-        for name in ("max_turns", "max_attempts"):
+        for name in ("max_turns", "max_attempts", "max_infra_losses"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ConfigError("invalid_config", f"{name} must be an integer >= 1, not {value!r}")
@@ -124,6 +133,18 @@ class RunRecords:
         """Count one more delivery that took the lease; returns the new count."""
         return int(self.client.hincrby(self.key(run_id), "attempts", 1))
 
+    def add_infra_loss(self, run_id: str, token: Any = None) -> int:
+        """Count one attempt ended by the infrastructure (not by the run); the new count.
+
+        ``token`` is the lost attempt's fencing token (default: the newest, read from
+        ``<prefix>fence:<run_id>``): an attempt is counted once, however many parties (the
+        attempt itself, the reaper) notice that it was lost."""
+        if token is None:
+            token = self.client.get(f"{self.prefix}fence:{run_id}") or 0
+        if not self.client.sadd(f"{self.prefix}infra:{run_id}", token):
+            return int(self.client.hget(self.key(run_id), "infra_losses") or 0)
+        return int(self.client.hincrby(self.key(run_id), "infra_losses", 1))
+
     def request_cancel(self, run_id: str) -> None:
         """Ask the run to stop: a queued run never starts, a running one stops at a safe point."""
         self.client.set(f"{self.prefix}cancel:{run_id}", "1")
@@ -146,7 +167,8 @@ class RunRecords:
                 rec[name] = json.loads(rec[name])
         for name in ("created_at", "updated_at"):
             rec[name] = float(rec.get(name) or 0)
-        rec["attempts"] = int(rec.get("attempts") or 0)
+        for name in ("attempts", "infra_losses"):
+            rec[name] = int(rec.get(name) or 0)
         return rec
 
     def ids(self, limit: int | None = None) -> list[str]:
