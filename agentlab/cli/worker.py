@@ -1,6 +1,7 @@
 """``agentlab worker``: start a Celery worker of the chapter 13 fleet.
 
     AGENTLAB_REDIS_URL=redis://127.0.0.1:6379/0 agentlab worker --concurrency 2
+    agentlab worker --tools mypkg.tools:make_registry     # also runs runs submitted with them
 
 The worker runs the fleet's settings (``agentlab.fleet.app``: late acks, prefetch 1, explicit
 visibility timeout and restore check, JSON). Its pool children and the subprocesses tools
@@ -12,12 +13,16 @@ start-up exits with Celery's non-zero status (1 for an exception).
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+import tempfile
+from pathlib import Path
 
 from ..errors import AgentError
 from ..fleet.app import FleetConfig, make_app
 from ..fleet.control import connect
 from ..fleet.local import worker_args
+from ..fleet.usertools import ENV, build_registry, offered_tools
 
 __all__ = ["add_parser", "run"]
 
@@ -30,6 +35,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="Celery pool (default prefork: a crashed run kills only its child)")
     p.add_argument("--name", "-n", default="worker", help="node name (default worker@HOST)")
     p.add_argument("--loglevel", "-l", default="INFO", help="log level (default INFO)")
+    p.add_argument("--tools", action="append", default=[], metavar="MODULE:FUNCTION",
+                   help="your own tools: a function returning a ToolRegistry; runs submitted "
+                        "with the same --tools run here (repeatable)")
     p.set_defaults(func=run)
 
 
@@ -38,11 +46,17 @@ def run(args: argparse.Namespace) -> int:
         print("agentlab worker: --concurrency must be at least 1", file=sys.stderr)
         return 2
     cfg = FleetConfig.from_env()
+    tools = offered_tools() + [t for t in args.tools if t not in offered_tools()]
     try:
         connect(cfg)
+        with tempfile.TemporaryDirectory() as tmp:  # a typo shows now, not at the first run
+            for spec in tools:
+                build_registry(spec, Path(tmp))
     except AgentError as exc:
         print(f"agentlab worker: {exc.message}", file=sys.stderr)
         return 2
+    if tools:  # the pool processes read it from the environment
+        os.environ[ENV] = ",".join(tools)
     # ``app.start`` returns the worker's exit status (``worker_main`` would drop it): a worker
     # that died at start-up must not look like one that stopped cleanly
     try:

@@ -5,6 +5,8 @@ same ``AgentRuntime`` as ``agentlab demo`` (the research assistant; the simulato
 model unless the environment names an endpoint), with chapter 11's checkpoints on a store all
 workers share, and plugs the fleet in at the runtime's public seams only:
 
+- the tools: the research agent's, or the run's own (``RunSpec.tools``, ``usertools.py``) when
+  this worker offers them (else ``ToolsMissingError``: the run ends ``tools_missing``);
 - the executor: ``GuardedExecutor`` around the ``ToolExecutor`` (lease, ledger, tool limits);
 - a gate: chapter 13's ``Approval`` (calls that need a human pause the run);
 - the checkpoint store: ``FencedBackend`` around the shared backend (writes need the lease);
@@ -36,6 +38,7 @@ from ..sim.researcher import Researcher
 from .guarded import FencedBackend, GuardedExecutor
 from .ledger import Ledger
 from .runs import RunSpec
+from .usertools import ToolsMissingError, build_registry, offered_tools
 
 __all__ = ["Attempt", "build_runtime", "start_reference", "fleet_llm"]
 
@@ -68,7 +71,12 @@ def fleet_llm(spec: RunSpec) -> LLMClient:
 def build_runtime(at: Attempt) -> AgentRuntime:
     """The attempt's ``AgentRuntime`` (see the module docstring for what is plugged in)."""
     spec = at.spec
-    registry = research_tools(at.output_dir / at.run_id, answers={"*": "Use your judgement."})
+    if spec.tools is None:
+        registry = research_tools(at.output_dir / at.run_id, answers={"*": "Use your judgement."})
+    elif spec.tools in offered_tools():
+        registry = build_registry(spec.tools, at.output_dir / at.run_id)
+    else:
+        raise ToolsMissingError(spec.tools, offered_tools())
     for name in spec.approve_tools:  # these calls wait for a human (chapter 13's approval)
         opts = registry.get_options(name)
         registry.register(registry.get_function(name), name=name, replace=True,

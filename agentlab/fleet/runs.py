@@ -61,6 +61,11 @@ class RunSpec:
         approve_tools: tools whose calls wait for a human (``requires_approval``).
         crash_on_tool: a teaching fault: the worker process kills itself (SIGKILL) when the
             run calls this tool, as a poison run would.
+        tools: the run's tools as an import string (``"mypkg.tools:make_registry"``,
+            ``usertools.py``); None: the research agent's. Only a worker started with
+            ``--tools`` naming the same string runs it.
+        max_cost_usd: the run's budget in dollars across all its attempts (model calls of
+            killed attempts included: ``cost.py``); None: no cap.
     """
 
     task: str
@@ -72,6 +77,8 @@ class RunSpec:
     tool_limits: dict = field(default_factory=dict)
     approve_tools: list = field(default_factory=list)
     crash_on_tool: str | None = None
+    tools: str | None = None
+    max_cost_usd: float | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.task, str) or not self.task.strip():
@@ -80,6 +87,13 @@ class RunSpec:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
                 raise ConfigError("invalid_config", f"{name} must be a number >= 0, not {value!r}")
+        cap = self.max_cost_usd
+        if cap is not None and (isinstance(cap, bool) or not isinstance(cap, (int, float))
+                                or not cap > 0):
+            raise ConfigError("invalid_config", f"max_cost_usd must be a number > 0, not {cap!r}")
+        if self.tools is not None and (not isinstance(self.tools, str) or ":" not in self.tools):
+            raise ConfigError("invalid_config", f"tools must be 'module:function', not "
+                              f"{self.tools!r}")
         for name in ("max_turns", "max_attempts", "max_infra_losses"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:

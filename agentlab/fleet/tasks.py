@@ -50,6 +50,7 @@ from .ledger import Ledger
 from .reach import is_unreachable, wait_reachable
 from .reaper import Reaper
 from .runs import PAUSED, RUNNING, TERMINAL, RunRecords, RunSpec
+from .usertools import ToolsMissingError, build_registry, offered_tools
 
 __all__ = ["run_attempt", "run_task", "find_delivery_tag", "result_summary"]
 
@@ -174,7 +175,7 @@ def _execute(run_id: str, spec: RunSpec, cfg: FleetConfig, client: Any, records:
             # it finished, but its worker died before recording it
             return _end(records, ledger, run_id, "finished", worker,
                         result=_finished_summary(rt_box[0], run_id, exc.details.get("id")))
-        if isinstance(exc, CheckpointError):
+        if isinstance(exc, (CheckpointError, ToolsMissingError)):
             return _end(records, ledger, run_id, "error", worker, error=exc)
         logger.exception("run %s failed on %s", run_id, worker)  # a bug: on record, never a
         return _end(records, ledger, run_id, "error", worker, error=AgentError(  # silent loop
@@ -253,10 +254,17 @@ def warm_up(**_: Any) -> None:
     """Load the model stack and the token table once per worker, before its pool starts.
 
     Otherwise a worker's first run pays for them (seconds on a busy machine) while it holds a
-    lease, and an import holding the interpreter's import lock can delay its heartbeat.
+    lease, and an import holding the interpreter's import lock can delay its heartbeat. The
+    worker's own tools (``--tools``) are built once here too: one that fails stops the worker.
     """
     fleet_llm(RunSpec(task="warm up"))
     count_text_tokens("warm up")
+    for spec in offered_tools():  # a worker whose --tools cannot be built does not start
+        try:
+            build_registry(spec, Path(FleetConfig.from_env().fleet_dir) / "output" / "warm-up")
+        except Exception as exc:  # (Celery logs and ignores what a signal handler raises)
+            logger.critical("the worker's tools %r cannot be built: %s", spec, exc)
+            raise SystemExit(1) from None
 
 
 _reapers: list[Reaper] = []
