@@ -71,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     result = rec.get("result") or {}
     print(f"{rec['state']}: {result.get('turns', 0)} turns, attempts {rec['attempts']}, "
-          f"worker {rec.get('worker') or '-'}")
+          f"worker {rec.get('worker') or '-'}, spent ${rec.get('spent_usd', 0):.4f} (all attempts)")
     if rec["state"] == "paused":
         for call in rec.get("pending") or []:
             print(f"  waiting for approval: {call.get('tool')} ({call.get('call_id')}): "

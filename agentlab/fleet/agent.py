@@ -10,6 +10,8 @@ workers share, and plugs the fleet in at the runtime's public seams only:
 - the executor: ``GuardedExecutor`` around the ``ToolExecutor`` (lease, ledger, tool limits);
 - a gate: chapter 13's ``Approval`` (calls that need a human pause the run);
 - the checkpoint store: ``FencedBackend`` around the shared backend (writes need the lease);
+- the bill: every model call of every attempt is charged to the run's record (``cost.py``),
+  and ``RunSpec.max_cost_usd`` is a gate on that bill;
 - hooks: ``turn_start`` / ``turn_end`` go to the ledger (a turn's end only while the lease
   holds), and ``turn_start`` is a safe point at which a cancel flag or a lost lease turns into
   ``runtime.cancel()``.
@@ -35,6 +37,7 @@ from ..runtime import AgentRuntime, RuntimeConfig
 from ..sim.core import SimulatedAPI
 from ..sim.faults import Latency
 from ..sim.researcher import Researcher
+from .cost import FleetCostCap, FleetSpend
 from .guarded import FencedBackend, GuardedExecutor
 from .ledger import Ledger
 from .runs import RunSpec
@@ -116,6 +119,10 @@ def build_runtime(at: Attempt) -> AgentRuntime:
 
     rt.on("turn_start", turn_start)
     rt.on("turn_end", turn_end)
+    record = f"{at.prefix}run:{at.run_id}"  # the bill of every attempt (fleet/cost.py)
+    FleetSpend(rt, at.client, record, f"{at.prefix}ledger:model:{at.run_id}")
+    if spec.max_cost_usd is not None:
+        rt.add_gate(FleetCostCap(rt, at.client, record, spec.max_cost_usd, at.on_unreachable))
     return rt
 
 

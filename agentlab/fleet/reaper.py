@@ -12,8 +12,8 @@ settled:
 state       finding                                action
 ==========  =====================================  ===========================================
 running     lease free, its message unacknowledged  put the message back at the front of the
-            and not refreshed for a lease ttl, its  queue (kombu's own ``restore_by_tag``);
-            worker gone                             one infrastructure loss
+            and not refreshed for a lease ttl, its  queue (``requeue_front``, as kombu's own
+            worker gone                             restore does); one infrastructure loss
 running     lease free, no message anywhere, not   send a new message; one infrastructure loss
             updated for ``grace_s``
 queued      no message anywhere for ``grace_s``,   a ghost of a failed submit: ``submit_failed``
@@ -22,11 +22,13 @@ queued      no message anywhere for ``grace_s``,   the message was lost (e.g. Re
             enqueued before                         without its data): send a new one
 ==========  =====================================  ===========================================
 
-"Its worker gone": each reaper also keeps its worker's *presence* key
-(``<prefix>worker:<hostname>``, renewed every pass, expiring after a lease ttl). A run whose
-worker is still present lost only a pool process (the run crashed it): that worker's main
-process requeues the message itself (``task_reject_on_worker_lost``) and the next attempt
-counts it as a crash, not as an infrastructure loss.
+"Its worker gone": each reaper also keeps its worker process's *presence* key
+(``<prefix>worker:<instance>``, renewed every pass, expiring after a lease ttl; the instance is
+made new each time a worker process starts, ``$AGENTLAB_WORKER_INSTANCE``, and a run's record
+names the instance running it). A run whose worker is still present lost only a pool process
+(the run crashed it): that worker's main process requeues the message itself
+(``task_reject_on_worker_lost``) and the next attempt counts it as a crash, not as an
+infrastructure loss.
 
 A message that is merely waiting (a duplicate delivery waiting for the lease) or long (a run
 longer than the visibility timeout) is refreshed by its worker's heartbeat, so it is never
@@ -40,13 +42,17 @@ import json
 import logging
 import threading
 import time
+import uuid
 from typing import Any
 
 from .app import QUEUE, TASK_NAME, FleetConfig, broker_key
 from .connection import RedisTarget
 from .runs import QUEUED, RUNNING, SUBMIT_FAILED, RunRecords
 
-__all__ = ["Reaper", "run_of_message"]
+__all__ = ["Reaper", "run_of_message", "requeue_front", "INSTANCE_ENV"]
+
+#: The worker process's identity (set by the worker at start, inherited by its pool).
+INSTANCE_ENV = "AGENTLAB_WORKER_INSTANCE"
 
 logger = logging.getLogger(__name__)
 
@@ -72,8 +78,8 @@ class Reaper:
     """Hand on the runs nobody works on (see the module docstring); ``reap_once`` is one pass."""
 
     def __init__(self, cfg: FleetConfig, app: Any, *, client: Any = None,
-                 grace_s: float | None = None, hostname: str | None = None) -> None:
-        self.cfg, self.app, self.hostname = cfg, app, hostname
+                 grace_s: float | None = None, instance: str | None = None) -> None:
+        self.cfg, self.app, self.instance = cfg, app, instance
         self.client = client or RedisTarget(cfg.redis_url).client
         self.records = RunRecords(self.client, cfg.prefix)
         self.stale_s = cfg.lease_ttl_s  # a message its heartbeat has not refreshed for this long
@@ -93,8 +99,8 @@ class Reaper:
     def _loop(self) -> None:
         while not self._stop.wait(self.interval_s):
             try:
-                if self.hostname:  # "this worker's main process is alive"
-                    self.client.set(f"{self.cfg.prefix}worker:{self.hostname}", "1",
+                if self.instance:  # "this worker's main process is alive"
+                    self.client.set(f"{self.cfg.prefix}worker:{self.instance}", "1",
                                     px=max(int(self.cfg.lease_ttl_s * 1000), 100))
                 self.reap_once()
             except Exception as exc:  # Redis away: the next pass tries again
@@ -132,8 +138,8 @@ class Reaper:
             idle = now - rec["updated_at"] > self.grace_s
             if state == RUNNING and not self.client.exists(f"{self.cfg.prefix}lease:{run_id}"):
                 stale = [tag for tag, score in unacked.get(run_id, []) if now - score > self.stale_s]
-                present = rec.get("worker") and self.client.exists(
-                    f"{self.cfg.prefix}worker:{rec['worker']}")
+                present = rec.get("instance") and self.client.exists(
+                    f"{self.cfg.prefix}worker:{rec['instance']}")
                 if stale and present:
                     continue  # a crashed pool process: its own worker requeues the message
                 if stale and self._still(run_id, RUNNING):
@@ -165,6 +171,32 @@ class Reaper:
         return (self.records.get(run_id) or {}).get("state") == state
 
     def _restore(self, tag: str) -> None:
-        """kombu's own restore: the message leaves ``unacked`` and goes to the queue's front."""
-        with self.app.connection_for_write() as conn:
-            conn.default_channel.qos.restore_by_tag(tag)
+        requeue_front(self.client, self.cfg, tag)
+
+
+# Move an unacknowledged message back to the front of its queue, atomically and only if it is
+# still the one we read (another reaper or the attempt itself may have moved it already).
+_REQUEUE = """
+if redis.call('HGET', KEYS[1], ARGV[1]) ~= ARGV[2] then return 0 end
+redis.call('HDEL', KEYS[1], ARGV[1])
+redis.call('ZREM', KEYS[2], ARGV[1])
+redis.call('RPUSH', KEYS[3], ARGV[3])
+return 1
+"""
+
+
+def requeue_front(client: Any, cfg: FleetConfig, tag: str) -> bool:
+    """Put the unacknowledged message ``tag`` back at the front of the fleet's queue (what
+    kombu's own restore does) with a *new* delivery tag, so that a late acknowledgement of the
+    old delivery (its worker finishing after all) cannot remove the new one; True if moved."""
+    unacked = broker_key(cfg, "unacked")
+    raw = client.hget(unacked, tag)
+    if raw is None:
+        return False
+    message = json.loads(raw)[0]
+    props = message.setdefault("properties", {})
+    props["delivery_tag"] = str(uuid.uuid4())
+    (props.setdefault("delivery_info", {}))["redelivered"] = True
+    message.setdefault("headers", {})["redelivered"] = True
+    return bool(client.eval(_REQUEUE, 3, unacked, broker_key(cfg, "unacked_index"),
+                            broker_key(cfg, QUEUE), tag, raw, json.dumps(message)))

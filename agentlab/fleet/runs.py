@@ -15,7 +15,9 @@ human to approve a call: the run holds no worker), a terminal ``RunState`` value
 record was written but its message could not be sent; ``Fleet.submit`` raised). ``enqueued`` is
 set once the first message was sent, so the reaper can tell such a ghost from a run whose
 message was lost. ``attempts`` counts deliveries that took the lease, ``infra_losses`` those
-of them that the infrastructure ended (worker lost, Redis unreachable).
+of them that the infrastructure ended (worker lost, Redis unreachable). ``model_calls``,
+``spent_prompt_tokens``, ``spent_completion_tokens`` and ``spent_usd`` are the bill of every
+attempt (``cost.py``).
 
 ``RunSpec`` is what a run needs besides its task: plain JSON, so it crosses the queue.
 """
@@ -181,8 +183,10 @@ class RunRecords:
                 rec[name] = json.loads(rec[name])
         for name in ("created_at", "updated_at"):
             rec[name] = float(rec.get(name) or 0)
-        for name in ("attempts", "infra_losses"):
+        for name in ("attempts", "infra_losses", "model_calls", "spent_prompt_tokens",
+                     "spent_completion_tokens"):
             rec[name] = int(rec.get(name) or 0)
+        rec["spent_usd"] = round(float(rec.get("spent_usd") or 0.0), 6)
         return rec
 
     def ids(self, limit: int | None = None) -> list[str]:

@@ -21,10 +21,10 @@ still running; ``run_attempt`` handles all three the same way:
 
 **A delivery whose outcome was not recorded is never acknowledged.** When Redis does not
 answer (a blip, a restart), the attempt stops as if its lease were lost, waits for Redis to
-come back, counts an infrastructure loss and raises Celery's ``Reject(requeue=True)``: the
-message goes back to the front of the queue and the run resumes from its last checkpoint. If
-Redis stays away, the reject fails too and the message waits, unacknowledged, for the reaper
-(``reaper.py``) or the broker's visibility timeout. A delivery for a run this namespace does not
+come back, counts an infrastructure loss and puts its message back at the front of the queue
+(``reaper.requeue_front``): the run resumes from its last checkpoint. If Redis stays away, it
+raises Celery's ``Reject(requeue=True)``, which fails too, and the message waits,
+unacknowledged, for the reaper (``reaper.py``) or the broker's visibility timeout. A delivery for a run this namespace does not
 know is not acked silently either: it is logged as an error, kept in ``<prefix>unknown``, and
 rejected.
 """
@@ -32,8 +32,10 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import socket
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -48,7 +50,7 @@ from .connection import RedisTarget
 from .lease import Heartbeat, RunLease
 from .ledger import Ledger
 from .reach import is_unreachable, wait_reachable
-from .reaper import Reaper
+from .reaper import INSTANCE_ENV, Reaper, requeue_front
 from .runs import PAUSED, RUNNING, TERMINAL, RunRecords, RunSpec
 from .usertools import ToolsMissingError, build_registry, offered_tools
 
@@ -138,7 +140,7 @@ def _attempt(run_id: str, cfg: FleetConfig, client: Any, worker: str,
         out = _end(records, ledger, run_id, "error", worker, error=too_many)
         lease.release()
         return out
-    records.update(run_id, state=RUNNING, worker=worker)
+    records.update(run_id, state=RUNNING, worker=worker, instance=os.environ.get(INSTANCE_ENV, ""))
     return _execute(run_id, spec, cfg, client, records, ledger, lease, worker, tag)
 
 
@@ -170,7 +172,7 @@ def _execute(run_id: str, spec: RunSpec, cfg: FleetConfig, client: Any, records:
             result = rt.run(spec.task, resume_from=ref)
     except Exception as exc:
         if is_unreachable(exc) or lease.unreachable:
-            return _requeue(client, cfg, run_id, lease, f"Redis cannot be reached ({exc})")
+            return _requeue(client, cfg, run_id, lease, f"Redis cannot be reached ({exc})", tag)
         if isinstance(exc, CheckpointError) and exc.code == "run_finished":
             # it finished, but its worker died before recording it
             return _end(records, ledger, run_id, "finished", worker,
@@ -182,7 +184,8 @@ def _execute(run_id: str, spec: RunSpec, cfg: FleetConfig, client: Any, records:
             "internal_error", f"{type(exc).__name__}: {exc}"))
     if not lease.holds():  # 5. superseded, or Redis went away: write nothing
         if lease.unreachable:
-            return _requeue(client, cfg, run_id, lease, "Redis stopped answering during the run")
+            return _requeue(client, cfg, run_id, lease, "Redis stopped answering during the run",
+                            tag)
         if lease.current_holder() is None and not _settled(records, run_id):
             app.send_task(TASK_NAME, args=[run_id])  # nobody holds it: hand it on
         return "lease_lost"
@@ -199,15 +202,20 @@ def _execute(run_id: str, spec: RunSpec, cfg: FleetConfig, client: Any, records:
 
 
 def _requeue(client: Any, cfg: FleetConfig, run_id: str, lease: RunLease | None,
-             why: str) -> str:
-    """The attempt could not record its outcome: never ack it. Wait for Redis, count an
-    infrastructure loss, free the lease, and put the message back (``Reject(requeue=True)``)."""
+             why: str, tag: str | None = None) -> str:
+    """The attempt could not record its outcome: never ack it as done. Wait for Redis, count
+    an infrastructure loss, free the lease, and put the message back at the *front* of the
+    queue (``reaper.requeue_front``; Celery's ``Reject(requeue=True)`` would put it at the
+    back, behind every queued run). If that cannot be done, ``Reject(requeue=True)``: and if
+    Redis is still away, the message stays unacknowledged for the reaper."""
     logger.warning("run %s: %s; the delivery is requeued, not acknowledged", run_id, why)
     if wait_reachable(client, timeout_s=max(30.0, 3 * cfg.lease_ttl_s)):
         try:
             if lease is not None and lease.token is not None:
                 RunRecords(client, cfg.prefix).add_infra_loss(run_id, lease.token)
                 lease.release()
+            if tag and requeue_front(client, cfg, tag):
+                return "requeued"  # the old delivery's ack now finds nothing to remove
         except Exception:  # gone again: the reaper or the visibility timeout will requeue it
             logger.warning("run %s: Redis went away again while requeueing", run_id)
     raise Reject(why, requeue=True)
@@ -257,6 +265,9 @@ def warm_up(**_: Any) -> None:
     lease, and an import holding the interpreter's import lock can delay its heartbeat. The
     worker's own tools (``--tools``) are built once here too: one that fails stops the worker.
     """
+    # this worker process's identity for the reaper (the pool's children inherit it); a
+    # worker restarted under the same name is a new instance
+    os.environ[INSTANCE_ENV] = f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
     fleet_llm(RunSpec(task="warm up"))
     count_text_tokens("warm up")
     for spec in offered_tools():  # a worker whose --tools cannot be built does not start
@@ -271,12 +282,12 @@ _reapers: list[Reaper] = []
 
 
 @worker_ready.connect
-def start_reaper(sender: Any = None, **_: Any) -> None:
+def start_reaper(**_: Any) -> None:
     """Every worker runs the reaper (a thread of its main process; one pass at a time
     fleet-wide): a killed worker's runs are resumed within seconds of their lease expiring."""
     cfg = FleetConfig.from_env()
     if cfg.reaper_interval_s > 0:
-        _reapers.append(Reaper(cfg, app, hostname=getattr(sender, "hostname", None)).start())
+        _reapers.append(Reaper(cfg, app, instance=os.environ.get(INSTANCE_ENV)).start())
 
 
 @worker_shutdown.connect
