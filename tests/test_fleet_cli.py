@@ -55,6 +55,16 @@ def test_runs_show_of_an_unknown_run_says_so(fleet_env, capsys):
                                        "list` shows the runs this Redis knows\n")
 
 
+def test_runs_list_says_what_a_paused_run_waits_for():
+    from agentlab.cli.runs import format_runs
+    rec = {"run_id": "run-p", "state": "paused", "attempts": 1, "worker": "w1@h", "task": "t",
+           "result": {"turns": 4}, "pending": [{"tool": "write_file", "call_id": "call_9"}]}
+    line = format_runs([rec])[1]
+    assert line.split()[:5] == ["run-p", "paused", "1", "w1@h", "4"]
+    assert line.endswith("waits for approval of write_file (call_9): agentlab runs "
+                         "approve|reject run-p")
+
+
 def test_bad_tool_limit_is_refused():
     with pytest.raises(ValueError, match="use TOOL=N with N >= 1"):
         tool_limits(["web_search=0"])
