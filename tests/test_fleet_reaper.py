@@ -52,12 +52,14 @@ def test_the_reaper_lays_ghosts_resends_lost_messages_and_leaves_the_rest(fleet)
     time.sleep(0.05)
     reaper = Reaper(fleet.cfg, fleet.app, grace_s=0.01)
     done = reaper.reap_once()
-    assert done == {"restored": [], "resent": [lost, orphan], "ghosts": [ghost]}
+    assert done == {"restored": [], "resent": [lost, orphan], "ghosts": [ghost], "front": []}
     assert fleet.show(ghost)["state"] == "submit_failed"
     assert sorted(queued_runs(fleet)) == sorted([fine, lost, orphan])
     assert fleet.show(orphan)["infra_losses"] == 1 and fleet.show(lost)["infra_losses"] == 0
     fleet.client.delete(f"{fleet.cfg.prefix}reaper")     # the next interval
-    assert reaper.reap_once() == {"restored": [], "resent": [], "ghosts": []}
+    # the started run waits behind two new ones: resumes go first
+    assert reaper.reap_once() == {"restored": [], "resent": [], "ghosts": [], "front": [orphan]}
+    assert queued_runs(fleet)[-1] == orphan          # consumers pop from the right
 
 
 def test_a_running_run_with_a_live_lease_is_left_alone(fleet):

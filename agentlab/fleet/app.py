@@ -13,6 +13,10 @@ settings below are the ones ``../shared/FLEET_NOTES.md`` found necessary on Cele
   than the timeout is kept from redelivery by its heartbeat (``lease.Heartbeat``), and the
   lease makes a redelivery that happens anyway harmless.
 - JSON only (no pickle: a worker as root refuses it, and a queue should carry data).
+- A tenant (the URL's ``?tenant=`` or user name) gets a broker of its own: kombu's and the
+  result backend's ``global_keyprefix`` put its queue, unacknowledged messages, results and
+  channels under ``agentlab:<tenant>:broker:``. A worker serves the tenant of its URL only, and
+  a tenant's ACL user can run workers without reaching any other tenant's messages.
 
 ``FleetConfig.from_env()`` reads ``AGENTLAB_REDIS_URL`` (default ``redis://127.0.0.1:6379/0``)
 and the ``AGENTLAB_FLEET_*`` variables; a worker started by ``agentlab worker`` and a submitter
@@ -31,7 +35,8 @@ from celery import Celery
 
 from .connection import RedisTarget
 
-__all__ = ["FleetConfig", "celery_settings", "fleet_prefix", "broker_url", "broker_key", "make_app",
+__all__ = ["FleetConfig", "celery_settings", "fleet_prefix", "broker_url", "broker_key",
+           "broker_prefix", "make_app",
            "app", "TASK_NAME", "DEFAULT_REDIS_URL", "QUEUE"]
 
 DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
@@ -108,8 +113,19 @@ def broker_key(cfg: FleetConfig, name: str) -> str:
     return celery_settings(cfg)["broker_transport_options"].get("global_keyprefix", "") + name
 
 
+def broker_prefix(url: str) -> str:
+    """Where the broker's keys live: nowhere special for the ``default`` tenant (kombu's own
+    names), ``agentlab:<tenant>:broker:`` for any other, so that a tenant's queue, its
+    unacknowledged messages, its results and its pub/sub channels are all inside the key and
+    channel pattern of its ACL user (``tenants.py``), apart from every other tenant's."""
+    tenant = RedisTarget(url).tenant
+    return "" if tenant == "default" else f"agentlab:{tenant}:broker:"
+
+
 def celery_settings(cfg: FleetConfig) -> dict:
     """The Celery configuration of the fleet (see the module docstring for why each)."""
+    keyprefix = broker_prefix(cfg.redis_url)
+    namespace = {"global_keyprefix": keyprefix} if keyprefix else {}
     return {
         "broker_url": broker_url(cfg.redis_url),
         "result_backend": broker_url(cfg.redis_url),
@@ -119,8 +135,9 @@ def celery_settings(cfg: FleetConfig) -> dict:
         "worker_prefetch_multiplier": 1,
         "broker_transport_options": {"visibility_timeout": cfg.visibility_timeout_s,
                                      "unacked_restore_interval": 1,
-                                     "unacked_restore_throttle": 1},
-        "result_backend_transport_options": {"visibility_timeout": cfg.visibility_timeout_s},
+                                     "unacked_restore_throttle": 1, **namespace},
+        "result_backend_transport_options": {"visibility_timeout": cfg.visibility_timeout_s,
+                                             **namespace},
         "result_expires": 24 * 3600,
         "broker_connection_retry_on_startup": True,
         "worker_hijack_root_logger": False,

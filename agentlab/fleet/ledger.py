@@ -52,6 +52,7 @@ class Ledger:
         pipe = self.client.pipeline()
         pipe.hset(f"{self.p}done:{run_id}", key, "1")
         pipe.rpush(f"{self.p}tool_spans:{tool}", f"{started:.6f} {ended:.6f} {run_id}")
+        pipe.sadd(f"{self.p}tools", tool)  # (a tenant may not SCAN for the span lists)
         pipe.execute()
 
     def executions(self, run_id: str) -> dict[str, int]:
@@ -67,9 +68,8 @@ class Ledger:
         """``{tool: [(started, ended), ...]}`` of completed calls, fleet-wide (or of ``run_ids``)."""
         wanted = None if run_ids is None else set(run_ids)
         out = {}
-        for key in self.client.scan_iter(match=f"{self.p}tool_spans:*"):
-            name = _text(key)[len(f"{self.p}tool_spans:"):]
-            rows = [_text(x).split() for x in self.client.lrange(key, 0, -1)]
+        for name in map(_text, self.client.smembers(f"{self.p}tools")):
+            rows = [_text(x).split() for x in self.client.lrange(f"{self.p}tool_spans:{name}", 0, -1)]
             out[name] = [(float(a), float(b)) for a, b, run in rows
                          if wanted is None or run in wanted]
         return dict(sorted(out.items()))

@@ -20,6 +20,10 @@ queued      no message anywhere for ``grace_s``,   a ghost of a failed submit: `
             never enqueued
 queued      no message anywhere for ``grace_s``,   the message was lost (e.g. Redis restarted
             enqueued before                         without its data): send a new one
+running     its message waits in the queue behind  move it to the front: a started run resumes
+            new runs                                before new runs start (a worker that loses
+                                                    its connection puts its reserved message at
+                                                    the back)
 ==========  =====================================  ===========================================
 
 "Its worker gone": each reaper also keeps its worker process's *presence* key
@@ -106,10 +110,15 @@ class Reaper:
             except Exception as exc:  # Redis away: the next pass tries again
                 logger.debug("reaper pass failed: %s", exc)
 
-    def in_flight(self) -> tuple[set[str], dict[str, list[tuple[str, float]]]]:
-        """Runs with a message in the queue; runs with unacknowledged messages (tag, score)."""
-        queued = {r for r in map(run_of_message, self.client.lrange(
-            broker_key(self.cfg, QUEUE), 0, -1)) if r}
+    def in_flight(self) -> tuple[dict[str, tuple[int, bytes]], dict[str, list[tuple[str, float]]]]:
+        """Runs with a message in the queue (how many messages are ahead of it, the message);
+        runs with unacknowledged messages (tag, score)."""
+        raw = self.client.lrange(broker_key(self.cfg, QUEUE), 0, -1)
+        queued = {}  # consumers pop from the right: the last element is the next one out
+        for i, payload in enumerate(raw):
+            run_id = run_of_message(payload)
+            if run_id:
+                queued[run_id] = (len(raw) - 1 - i, payload)
         scores = dict(self.client.zrange(broker_key(self.cfg, "unacked_index"), 0, -1,
                                          withscores=True))
         unacked: dict[str, list[tuple[str, float]]] = {}
@@ -125,14 +134,21 @@ class Reaper:
 
     def reap_once(self) -> dict[str, list[str]]:
         """One pass (skipped when another worker's reaper holds this interval); what it did."""
-        done: dict[str, list[str]] = {"restored": [], "resent": [], "ghosts": []}
+        done: dict[str, list[str]] = {"restored": [], "resent": [], "ghosts": [], "front": []}
         lock_ms = max(int(self.interval_s * 900), 50)
         if not self.client.set(f"{self.cfg.prefix}reaper", "1", nx=True, px=lock_ms):
             return done
         queued, unacked = self.in_flight()
         now = time.time()
-        for rec in self.records.all():
+        records = self.records.all()
+        resumes = sum(r["state"] == RUNNING and r["run_id"] in queued for r in records)
+        for rec in records:
             run_id, state = rec["run_id"], rec["state"]
+            if state == RUNNING and run_id in queued and queued[run_id][0] >= resumes:
+                # a started run waits behind new ones (a worker that lost its connection puts
+                # its reserved message at the back): resumes go first
+                if self.client.eval(_TO_FRONT, 1, broker_key(self.cfg, QUEUE), queued[run_id][1]):
+                    done["front"].append(run_id)
             if state not in (QUEUED, RUNNING) or run_id in queued:
                 continue
             idle = now - rec["updated_at"] > self.grace_s
@@ -173,6 +189,15 @@ class Reaper:
     def _restore(self, tag: str) -> None:
         requeue_front(self.client, self.cfg, tag)
 
+
+# Move a queued message to the front of the queue (if it is still there).
+_TO_FRONT = """
+if redis.call('LREM', KEYS[1], 1, ARGV[1]) == 1 then
+  redis.call('RPUSH', KEYS[1], ARGV[1])
+  return 1
+end
+return 0
+"""
 
 # Move an unacknowledged message back to the front of its queue, atomically and only if it is
 # still the one we read (another reaper or the attempt itself may have moved it already).
