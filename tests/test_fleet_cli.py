@@ -124,3 +124,19 @@ def test_an_experiment_runs_its_cells_on_the_fleet(fleet_env, thread_worker, mon
     for table in ("runs", "tool_calls"):
         drop = [c for c in MEASURED[table] if c in getattr(res, table)]
         assert getattr(res, table).drop(columns=drop).equals(getattr(local, table).drop(columns=drop))
+
+
+def test_a_delivery_for_an_unknown_run_is_kept_and_rejected_not_acked_silently(fleet_env,
+                                                                                 thread_worker):
+    import json as _json
+    import time as _time
+
+    from agentlab.fleet.app import TASK_NAME
+    task_id = fleet_env.app.send_task(TASK_NAME, args=["run-from-elsewhere"]).id
+    key = f"{fleet_env.cfg.prefix}unknown"
+    deadline = _time.monotonic() + 20
+    while not fleet_env.client.llen(key):
+        assert _time.monotonic() < deadline, "the delivery was not put on record"
+        _time.sleep(0.05)
+    kept = _json.loads(fleet_env.client.lindex(key, 0))
+    assert kept["run_id"] == "run-from-elsewhere" and kept["task_id"] == task_id

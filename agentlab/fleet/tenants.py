@@ -41,6 +41,13 @@ def tenant_url(server_url: str, tenant: str, password: str) -> str:
     return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
 
 
+def _pidbox(url: str, tenant: str) -> str:
+    """The channel pattern a Celery worker of ``tenant`` subscribes to with PSUBSCRIBE (remote
+    control). An ACL lets a *pattern* subscription through only when it is listed literally."""
+    db = (urlsplit(url).path or "/0").strip("/") or "0"
+    return f"{key_prefix(tenant)}broker:/{db}.celery.pidbox"
+
+
 def create_tenant(admin_url: str, tenant: str, password: str, *,
                   extra_key_patterns: tuple[str, ...] = (), channels: tuple[str, ...] = ()) -> str:
     """Create (or reset) the ACL user ``tenant``; return the tenant's URL.
@@ -58,7 +65,8 @@ def create_tenant(admin_url: str, tenant: str, password: str, *,
     admin = RedisTarget(admin_url)
     rules = ["reset", "on", f">{password}", f"~{key_prefix(tenant)}*",
              *(f"~{p}" for p in extra_key_patterns), "resetchannels",
-             f"&{key_prefix(tenant)}*", *(f"&{c}" for c in channels), "+@all", "-@dangerous",
+             f"&{key_prefix(tenant)}*", f"&{_pidbox(admin_url, tenant)}",
+             *(f"&{c}" for c in channels), "+@all", "-@dangerous",
              *(f"-{c}" for c in CROSSING)]
     try:
         with redis_errors(ConfigError, admin, f"create tenant {tenant!r}"):
