@@ -56,7 +56,8 @@ class Fleet:
         """Record a run and queue its first delivery; returns its run id.
 
         ``options`` are ``RunSpec`` fields: ``time_scale``, ``tool_latency_s``, ``max_turns``,
-        ``max_attempts``, ``tool_limits``, ``approve_tools``, ``crash_on_tool``.
+        ``max_attempts``, ``max_infra_losses``, ``tool_limits``, ``approve_tools``,
+        ``crash_on_tool``, ``tools``, ``max_cost_usd``.
         """
         spec = RunSpec(task=task, **options)
         run_id = run_id or new_fleet_run_id()
