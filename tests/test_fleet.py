@@ -59,6 +59,7 @@ def test_a_run_killed_at_step_4_of_6_finishes_on_another_worker_steps_1_to_3_onc
     assert not rec["worker"].startswith(f"{victim.name}@")   # ...on the other worker
     logged = CheckpointManager(store=lf.cfg.checkpoints).completed_tool_calls(run_id)
     runs = f.ledger.executions(run_id)
+    assert f.ledger.recorded(run_id) == {f"{run_id}:{k}" for k in logged}   # the evidence
     early = [k for k, r in logged.items() if r["turn"] <= 3]
     assert len(early) == 4 and all(runs[f"{run_id}:{k}"] == 1 for k in early)
     ends = [s["turn"] for s in f.ledger.steps(run_id) if s["event"] == "turn_end"]

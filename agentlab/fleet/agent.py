@@ -98,7 +98,9 @@ def build_runtime(at: Attempt) -> AgentRuntime:
                               should_stop=at.should_stop)
     folder = at.output_dir.parent / "checkpoints"  # used only by file-based stores
     store = FencedBackend(make_backend(at.checkpoints, folder), at.run_id, at.lease_ok,
-                          on_lost=lost, on_unreachable=at.on_unreachable)
+                          on_lost=lost, on_unreachable=at.on_unreachable,
+                          on_recorded=lambda rec: at.ledger.call_recorded(
+                              at.run_id, f"{at.run_id}:{rec.get('tool_call_id')}"))
     cm = CheckpointManager(folder, auto_save_interval=1,
                            max_checkpoints=None, store=store, run_id=at.run_id)
     config = RuntimeConfig(max_turns=spec.max_turns, max_total_time=600.0)

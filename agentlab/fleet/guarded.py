@@ -138,13 +138,15 @@ class FencedBackend:
 
     A read or write that cannot reach Redis calls ``on_unreachable()`` (the attempt's lease
     is then lost for good: a tool log that could not be read must not let a logged call run
-    again once Redis answers) and ``on_lost()``."""
+    again once Redis answers) and ``on_lost()``. ``on_recorded(record)`` is told of each tool
+    result written to the log (the ledger marks the call recorded)."""
 
     def __init__(self, inner: Any, run_id: str, lease_ok: Callable[[], bool],
                  on_lost: Callable[[], Any] = lambda: None,
-                 on_unreachable: Callable[[], Any] = lambda: None) -> None:
+                 on_unreachable: Callable[[], Any] = lambda: None,
+                 on_recorded: Callable[[dict], Any] = lambda record: None) -> None:
         self.inner, self.run_id, self.lease_ok, self.on_lost = inner, run_id, lease_ok, on_lost
-        self.on_unreachable = on_unreachable
+        self.on_unreachable, self.on_recorded = on_unreachable, on_recorded
 
     def _fence(self) -> None:
         if not self.lease_ok():
@@ -178,7 +180,9 @@ class FencedBackend:
         return self._write(lambda: self.inner.write(run_id, build, max_keep))
 
     def record_tool_result(self, record: dict) -> bool:
-        return self._write(lambda: self.inner.record_tool_result(record))
+        stored = self._write(lambda: self.inner.record_tool_result(record))
+        _quietly(lambda: self.on_recorded(record))  # the ledger: this call must never run again
+        return stored
 
     def read(self, checkpoint_id: str | None) -> Any:
         return self._read(lambda: self.inner.read(checkpoint_id))
