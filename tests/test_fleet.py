@@ -156,6 +156,7 @@ def test_a_holder_that_loses_its_lease_stops_writes_nothing_and_the_run_moves_on
     f.client.incr(f"{lf.cfg.prefix}fence:{run_id}")
     rec = f.wait(run_id, timeout_s=20)[0]
     assert rec["state"] == "finished" and rec["attempts"] == 2   # handed on, not stranded
+    assert rec["infra_losses"] == 1                               # a lost lease, not a crash
     assert f.ledger.steps_twice(run_id) == []
     first = {s["token"] for s in f.ledger.steps(run_id)}
     assert len(first) == 2

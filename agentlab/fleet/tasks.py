@@ -186,6 +186,7 @@ def _execute(run_id: str, spec: RunSpec, cfg: FleetConfig, client: Any, records:
         if lease.unreachable:
             return _requeue(client, cfg, run_id, lease, "Redis stopped answering during the run",
                             tag)
+        records.add_infra_loss(run_id, lease.token)  # its lease expired under it: not a crash
         if lease.current_holder() is None and not _settled(records, run_id):
             app.send_task(TASK_NAME, args=[run_id])  # nobody holds it: hand it on
         return "lease_lost"
