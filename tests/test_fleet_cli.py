@@ -140,3 +140,26 @@ def test_a_delivery_for_an_unknown_run_is_kept_and_rejected_not_acked_silently(f
         _time.sleep(0.05)
     kept = _json.loads(fleet_env.client.lindex(key, 0))
     assert kept["run_id"] == "run-from-elsewhere" and kept["task_id"] == task_id
+
+
+def test_a_worker_that_dies_at_start_up_exits_non_zero(redis_url, tmp_path):
+    """Tools that import in the shell but cannot be built in the worker (here: they refuse to
+    run inside a worker process): the worker dies at start-up and says so with its status."""
+    import os as _os
+    import subprocess as _sp
+    import sys as _sys
+
+    (tmp_path / "badtools.py").write_text(
+        "import os\n"
+        "from agentlab.tools import ToolRegistry\n"
+        "def make_registry():\n"
+        "    if os.environ.get('AGENTLAB_WORKER_INSTANCE'):\n"
+        "        raise RuntimeError('no database inside the worker')\n"
+        "    return ToolRegistry()\n")
+    env = {**_os.environ, "AGENTLAB_REDIS_URL": redis_url,
+           "PYTHONPATH": _os.pathsep.join([str(tmp_path), *_sys.path])}
+    done = _sp.run([_sys.executable, "-m", "agentlab.cli", "worker", "--tools",
+                    "badtools:make_registry"], env=env, capture_output=True, text=True,
+                   timeout=120)
+    assert done.returncode != 0, (done.stdout + done.stderr)[-800:]
+    assert "no database inside the worker" in done.stdout + done.stderr
