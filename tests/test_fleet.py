@@ -59,6 +59,7 @@ def test_a_run_killed_at_step_4_of_6_finishes_on_another_worker_steps_1_to_3_onc
     assert not rec["worker"].startswith(f"{victim.name}@")   # ...on the other worker
     logged = CheckpointManager(store=lf.cfg.checkpoints).completed_tool_calls(run_id)
     runs = f.ledger.executions(run_id)
+    assert f.ledger.recorded(run_id) == {f"{run_id}:{k}" for k in logged}   # the evidence
     early = [k for k, r in logged.items() if r["turn"] <= 3]
     assert len(early) == 4 and all(runs[f"{run_id}:{k}"] == 1 for k in early)
     ends = [s["turn"] for s in f.ledger.steps(run_id) if s["event"] == "turn_end"]
@@ -99,11 +100,17 @@ def test_a_run_that_keeps_killing_its_worker_ends_in_error_after_max_attempts(lf
     run_id = f.submit(TASK, crash_on_tool="read_url", max_attempts=2)
     rec = f.wait(run_id, timeout_s=25)[0]
     assert rec["state"] == "error" and rec["error"]["code"] == "too_many_attempts"
-    assert rec["attempts"] == 3
-    search = [k for k in f.ledger.executions(run_id)]
+    assert rec["attempts"] == 3 and rec["infra_losses"] == 0   # two crashes, no outside loss
     counts = f.ledger.executions(run_id)
-    # turn 1 (web_search) ran once and was replayed from the log by the second attempt
-    assert sorted(counts.values()) == [1, 2] and len(search) == 2
+    logged = CheckpointManager(store=lf.cfg.checkpoints).completed_tool_calls(run_id)
+    [search] = [f"{run_id}:{k}" for k in logged]   # turn 1's web_search, the one call that ended
+    assert counts.pop(search) == 1                 # ...ran once, replayed by the second attempt
+    # Turn 2 starts its two read_url calls in parallel; the first to start kills the process,
+    # so whether the other was counted before the kill is a race (under load, often it was).
+    # What must hold: each attempt started one or two of them, and neither ever completed.
+    assert 1 <= len(counts) <= 2                   # the two read_url calls of turn 2 at most
+    assert 2 <= sum(counts.values()) <= 4 and max(counts.values()) <= 2
+    assert f.ledger.reexecuted() == 0
 
 
 def test_cancel_a_queued_run_and_a_running_run(lf):
@@ -114,10 +121,15 @@ def test_cancel_a_queued_run_and_a_running_run(lf):
     f.cancel(queued)
     wait_for(lambda: started_turn(f, busy[0], 2))
     f.cancel(busy[0])
+    # The turn in progress once the flag is set, read *after* setting it: a later turn checks
+    # the flag at its start, so the run makes at most that turn's model call and the next
+    # turn's start. (Reading the turn before cancelling, as this test once did, depends on how
+    # quickly this process runs: under load the run was a turn further along.)
+    at_cancel = max(s["turn"] for s in f.ledger.steps(busy[0]))
     recs = f.wait([queued, *busy], timeout_s=25)
     assert [r["state"] for r in recs] == ["cancelled", "cancelled", "finished"]
     assert f.ledger.steps(queued) == [] and f.ledger.executions(queued) == {}
-    assert recs[1]["result"]["turns"] <= 3
+    assert recs[1]["result"]["turns"] <= at_cancel + 1
 
 
 def test_an_approval_gated_call_never_runs_before_approve_and_once_after(lf):
@@ -144,6 +156,7 @@ def test_a_holder_that_loses_its_lease_stops_writes_nothing_and_the_run_moves_on
     f.client.incr(f"{lf.cfg.prefix}fence:{run_id}")
     rec = f.wait(run_id, timeout_s=20)[0]
     assert rec["state"] == "finished" and rec["attempts"] == 2   # handed on, not stranded
+    assert rec["infra_losses"] == 1                               # a lost lease, not a crash
     assert f.ledger.steps_twice(run_id) == []
     first = {s["token"] for s in f.ledger.steps(run_id)}
     assert len(first) == 2

@@ -55,6 +55,16 @@ def test_runs_show_of_an_unknown_run_says_so(fleet_env, capsys):
                                        "list` shows the runs this Redis knows\n")
 
 
+def test_runs_list_says_what_a_paused_run_waits_for():
+    from agentlab.cli.runs import format_runs
+    rec = {"run_id": "run-p", "state": "paused", "attempts": 1, "worker": "w1@h", "task": "t",
+           "result": {"turns": 4}, "pending": [{"tool": "write_file", "call_id": "call_9"}]}
+    line = format_runs([rec])[1]
+    assert line.split()[:5] == ["run-p", "paused", "1", "w1@h", "4"]
+    assert line.endswith("waits for approval of write_file (call_9): agentlab runs "
+                         "approve|reject run-p")
+
+
 def test_bad_tool_limit_is_refused():
     with pytest.raises(ValueError, match="use TOOL=N with N >= 1"):
         tool_limits(["web_search=0"])
@@ -114,3 +124,42 @@ def test_an_experiment_runs_its_cells_on_the_fleet(fleet_env, thread_worker, mon
     for table in ("runs", "tool_calls"):
         drop = [c for c in MEASURED[table] if c in getattr(res, table)]
         assert getattr(res, table).drop(columns=drop).equals(getattr(local, table).drop(columns=drop))
+
+
+def test_a_delivery_for_an_unknown_run_is_kept_and_rejected_not_acked_silently(fleet_env,
+                                                                                 thread_worker):
+    import json as _json
+    import time as _time
+
+    from agentlab.fleet.app import TASK_NAME
+    task_id = fleet_env.app.send_task(TASK_NAME, args=["run-from-elsewhere"]).id
+    key = f"{fleet_env.cfg.prefix}unknown"
+    deadline = _time.monotonic() + 20
+    while not fleet_env.client.llen(key):
+        assert _time.monotonic() < deadline, "the delivery was not put on record"
+        _time.sleep(0.05)
+    kept = _json.loads(fleet_env.client.lindex(key, 0))
+    assert kept["run_id"] == "run-from-elsewhere" and kept["task_id"] == task_id
+
+
+def test_a_worker_that_dies_at_start_up_exits_non_zero(redis_url, tmp_path):
+    """Tools that import in the shell but cannot be built in the worker (here: they refuse to
+    run inside a worker process): the worker dies at start-up and says so with its status."""
+    import os as _os
+    import subprocess as _sp
+    import sys as _sys
+
+    (tmp_path / "badtools.py").write_text(
+        "import os\n"
+        "from agentlab.tools import ToolRegistry\n"
+        "def make_registry():\n"
+        "    if os.environ.get('AGENTLAB_WORKER_INSTANCE'):\n"
+        "        raise RuntimeError('no database inside the worker')\n"
+        "    return ToolRegistry()\n")
+    env = {**_os.environ, "AGENTLAB_REDIS_URL": redis_url,
+           "PYTHONPATH": _os.pathsep.join([str(tmp_path), *_sys.path])}
+    done = _sp.run([_sys.executable, "-m", "agentlab.cli", "worker", "--tools",
+                    "badtools:make_registry"], env=env, capture_output=True, text=True,
+                   timeout=120)
+    assert done.returncode != 0, (done.stdout + done.stderr)[-800:]
+    assert "no database inside the worker" in done.stdout + done.stderr

@@ -60,3 +60,50 @@ def test_takeover_gaps_measure_from_the_old_holders_last_step():
              {"token": 2, "t": 7.0}]
     assert takeover_gaps(steps) == [5.5]
     assert max_overlap([(0, 1), (1, 2)]) == 1 and max_overlap([(0, 2), (1, 3)]) == 2
+
+
+def test_a_cancel_stops_the_calls_of_a_turn_that_have_not_started(redis_url):
+    from agentlab.executor import ToolExecutor
+    from agentlab.executor.batch import ToolBatch
+    from agentlab.fleet.guarded import GuardedExecutor
+    from agentlab.fleet.ledger import Ledger
+    from agentlab.llm import ToolCall
+    from agentlab.tools import ToolRegistry
+
+    client, ran, flag = RedisTarget(redis_url).client, [], threading.Event()
+    reg = ToolRegistry()
+
+    def step(n: int) -> str:
+        """One step.
+
+        Args:
+            n: which one.
+        """
+        ran.append(n)
+        if n == 2:
+            flag.set()  # the cancel arrives while call 2 runs: calls 3 and 4 must not start
+        return f"step {n}"
+
+    reg.register(step)
+    ledger = Ledger(client, "t:")
+    guarded = GuardedExecutor(ToolExecutor(reg), "run-c", lambda: True, ledger,
+                              should_stop=flag.is_set, prefix="t:")
+    calls = [ToolCall(id=f"c{n}", name="step", arguments={"n": n}) for n in (1, 2, 3, 4)]
+    results = guarded.run(ToolBatch.of(calls))
+    assert ran == [1, 2] and [r.success for r in results] == [True, True, False, False]
+    assert results[2].error_code == "not_executed" and "cancelled" in results[2].result
+    assert sorted(ledger.executions("run-c")) == ["run-c:c1", "run-c:c2"]
+
+
+def test_a_lease_check_that_cannot_reach_redis_is_a_lost_lease_for_good():
+    from agentlab.fleet.server import RedisServer
+    server = RedisServer.start(appendonly=True)   # a restart keeps the lease key
+    lease = RunLease(RedisTarget(server.url, socket_timeout_s=0.5).client, "run-u", ttl_s=60,
+                     prefix="t:")
+    assert lease.acquire() and lease.holds()
+    server.kill()
+    assert not lease.holds() and lease.unreachable and lease.lost
+    server.restart()
+    assert not lease.holds()             # Redis is back and the key is ours: still lost
+    assert lease.check()                 # (the raw check would say otherwise)
+    server.stop()

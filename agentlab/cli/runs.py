@@ -47,12 +47,17 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def format_runs(records: list[dict]) -> list[str]:
-    """One line per run: id, state, attempts, worker, turns, task."""
-    lines = [f"{'run_id':<40} {'state':<10} {'att':>3} {'worker':<14} {'turns':>5}  task"]
+    """One line per run: id, state, attempts, worker, turns, task (a paused run: what it waits
+    for, and the command that lets it go on)."""
+    lines = [f"{'run_id':<40} {'state':<13} {'att':>3} {'worker':<14} {'turns':>5}  task"]
     for r in records:
         turns = (r.get("result") or {}).get("turns", "")
-        lines.append(f"{r['run_id']:<40} {r['state']:<10} {r['attempts']:>3} "
-                     f"{(r.get('worker') or '-')[:14]:<14} {turns!s:>5}  {r['task'][:40]}")
+        what = r["task"][:40]
+        if r["state"] == "paused" and r.get("pending"):
+            calls = ", ".join(f"{c.get('tool')} ({c.get('call_id')})" for c in r["pending"])
+            what = f"waits for approval of {calls}: agentlab runs approve|reject {r['run_id']}"
+        lines.append(f"{r['run_id']:<40} {r['state']:<13} {r['attempts']:>3} "
+                     f"{(r.get('worker') or '-')[:14]:<14} {turns!s:>5}  {what}")
     return lines
 
 

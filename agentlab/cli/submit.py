@@ -3,6 +3,7 @@
     agentlab submit "Research Python asyncio best practices"          # prints the run id
     agentlab submit "Research asyncio" --wait                          # ... and waits for the end
     agentlab submit "Research asyncio" --approve write_file --tool-limit web_search=2
+    agentlab submit "Research asyncio" --tools mypkg.tools:make_registry --max-cost-usd 0.05
 
 Configuration by environment: ``AGENTLAB_REDIS_URL`` (default ``redis://127.0.0.1:6379/0``).
 The run starts when a worker (``agentlab worker``) takes it. Exit code 2 with one line when
@@ -34,6 +35,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="calls of TOOL wait for `agentlab runs approve` (repeatable)")
     p.add_argument("--tool-limit", action="append", default=[], metavar="TOOL=N",
                    help="at most N concurrent calls of TOOL across the fleet (repeatable)")
+    p.add_argument("--tools", default=None, metavar="MODULE:FUNCTION",
+                   help="the run's own tools (workers started with the same --tools run it)")
+    p.add_argument("--max-cost-usd", type=float, default=None, metavar="USD",
+                   help="the run's budget in dollars, over all its attempts")
     p.set_defaults(func=run)
 
 
@@ -55,7 +60,8 @@ def run(args: argparse.Namespace) -> int:
         run_id = fleet.submit(args.task, time_scale=args.time_scale,
                               tool_latency_s=args.tool_latency, max_turns=args.max_turns,
                               max_attempts=args.max_attempts, approve_tools=args.approve,
-                              tool_limits=limits)
+                              tool_limits=limits, tools=args.tools,
+                              max_cost_usd=args.max_cost_usd)
         print(run_id)
         if not args.wait:
             return 0
@@ -65,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     result = rec.get("result") or {}
     print(f"{rec['state']}: {result.get('turns', 0)} turns, attempts {rec['attempts']}, "
-          f"worker {rec.get('worker') or '-'}")
+          f"worker {rec.get('worker') or '-'}, spent ${rec.get('spent_usd', 0):.4f} (all attempts)")
     if rec["state"] == "paused":
         for call in rec.get("pending") or []:
             print(f"  waiting for approval: {call.get('tool')} ({call.get('call_id')}): "

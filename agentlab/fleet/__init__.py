@@ -21,6 +21,10 @@ The fleet itself (imported by name, so that ``import agentlab.fleet`` stays free
   unchanged ``AgentRuntime`` it builds; ``lease.py``: ``RunLease`` and ``Heartbeat``;
 - ``guarded.py``: tool calls and durable writes only while the lease holds; ``limits.py``:
   ``ToolSemaphore``; ``ledger.py``: what really executed, counted in Redis;
+- ``reach.py``: a Redis that does not answer is ``FleetUnavailableError`` for callers and a lost
+  lease for workers; ``reaper.py``: runs whose worker is gone are handed on within seconds,
+  ghosts of failed submits are laid; ``usertools.py``: the user's own tools (``--tools``);
+  ``cost.py``: the bill of every attempt and the fleet's cost cap;
 - ``local.py``: ``LocalFleet`` (Redis and workers as subprocesses); ``cells.py``: chapter 14's
   sweeps on the fleet.
 

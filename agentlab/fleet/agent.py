@@ -5,9 +5,13 @@ same ``AgentRuntime`` as ``agentlab demo`` (the research assistant; the simulato
 model unless the environment names an endpoint), with chapter 11's checkpoints on a store all
 workers share, and plugs the fleet in at the runtime's public seams only:
 
+- the tools: the research agent's, or the run's own (``RunSpec.tools``, ``usertools.py``) when
+  this worker offers them (else ``ToolsMissingError``: the run ends ``tools_missing``);
 - the executor: ``GuardedExecutor`` around the ``ToolExecutor`` (lease, ledger, tool limits);
 - a gate: chapter 13's ``Approval`` (calls that need a human pause the run);
 - the checkpoint store: ``FencedBackend`` around the shared backend (writes need the lease);
+- the bill: every model call of every attempt is charged to the run's record (``cost.py``),
+  and ``RunSpec.max_cost_usd`` is a gate on that bill;
 - hooks: ``turn_start`` / ``turn_end`` go to the ledger (a turn's end only while the lease
   holds), and ``turn_start`` is a safe point at which a cancel flag or a lost lease turns into
   ``runtime.cancel()``.
@@ -33,9 +37,11 @@ from ..runtime import AgentRuntime, RuntimeConfig
 from ..sim.core import SimulatedAPI
 from ..sim.faults import Latency
 from ..sim.researcher import Researcher
+from .cost import FleetCostCap, FleetSpend
 from .guarded import FencedBackend, GuardedExecutor
 from .ledger import Ledger
 from .runs import RunSpec
+from .usertools import ToolsMissingError, build_registry, offered_tools
 
 __all__ = ["Attempt", "build_runtime", "start_reference", "fleet_llm"]
 
@@ -55,6 +61,7 @@ class Attempt:
     output_dir: Path
     should_stop: Callable[[], bool] = lambda: False   # the cancel flag
     prefix: str = "agentlab:default:fleet:"
+    on_unreachable: Callable[[], Any] = lambda: None  # Redis did not answer: the lease is lost
 
 
 def fleet_llm(spec: RunSpec) -> LLMClient:
@@ -67,7 +74,12 @@ def fleet_llm(spec: RunSpec) -> LLMClient:
 def build_runtime(at: Attempt) -> AgentRuntime:
     """The attempt's ``AgentRuntime`` (see the module docstring for what is plugged in)."""
     spec = at.spec
-    registry = research_tools(at.output_dir / at.run_id, answers={"*": "Use your judgement."})
+    if spec.tools is None:
+        registry = research_tools(at.output_dir / at.run_id, answers={"*": "Use your judgement."})
+    elif spec.tools in offered_tools():
+        registry = build_registry(spec.tools, at.output_dir / at.run_id)
+    else:
+        raise ToolsMissingError(spec.tools, offered_tools())
     for name in spec.approve_tools:  # these calls wait for a human (chapter 13's approval)
         opts = registry.get_options(name)
         registry.register(registry.get_function(name), name=name, replace=True,
@@ -82,10 +94,13 @@ def build_runtime(at: Attempt) -> AgentRuntime:
 
     guarded = GuardedExecutor(inner, at.run_id, at.lease_ok, at.ledger, limits=spec.tool_limits,
                               client=at.client, tool_latency_s=spec.tool_latency_s,
-                              crash_on_tool=spec.crash_on_tool, on_lost=lost, prefix=at.prefix)
+                              crash_on_tool=spec.crash_on_tool, on_lost=lost, prefix=at.prefix,
+                              should_stop=at.should_stop)
     folder = at.output_dir.parent / "checkpoints"  # used only by file-based stores
     store = FencedBackend(make_backend(at.checkpoints, folder), at.run_id, at.lease_ok,
-                          on_lost=lost)
+                          on_lost=lost, on_unreachable=at.on_unreachable,
+                          on_recorded=lambda rec: at.ledger.call_recorded(
+                              at.run_id, f"{at.run_id}:{rec.get('tool_call_id')}"))
     cm = CheckpointManager(folder, auto_save_interval=1,
                            max_checkpoints=None, store=store, run_id=at.run_id)
     config = RuntimeConfig(max_turns=spec.max_turns, max_total_time=600.0)
@@ -93,8 +108,11 @@ def build_runtime(at: Attempt) -> AgentRuntime:
                       extensions=[Approval()], checkpoints=cm)
 
     def turn_start(event: dict) -> None:  # a safe point: stop here if asked to, or superseded
+        if not at.lease_ok():  # (False too when Redis does not answer: then nothing is written)
+            rt.cancel()
+            return
         at.ledger.step(at.run_id, event["turn"], "turn_start", at.token, at.worker)
-        if at.should_stop() or not at.lease_ok():
+        if at.should_stop():
             rt.cancel()
 
     def turn_end(event: dict) -> None:  # a step counts as done only under a valid lease: a
@@ -103,6 +121,10 @@ def build_runtime(at: Attempt) -> AgentRuntime:
 
     rt.on("turn_start", turn_start)
     rt.on("turn_end", turn_end)
+    record = f"{at.prefix}run:{at.run_id}"  # the bill of every attempt (fleet/cost.py)
+    FleetSpend(rt, at.client, record, f"{at.prefix}ledger:model:{at.run_id}")
+    if spec.max_cost_usd is not None:
+        rt.add_gate(FleetCostCap(rt, at.client, record, spec.max_cost_usd, at.on_unreachable))
     return rt
 
 

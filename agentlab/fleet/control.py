@@ -5,6 +5,11 @@ module on the command line. ``Fleet`` talks to Redis only (the record, the cance
 to the broker (one Celery message per delivery); it never needs a worker to be alive, so a
 run can be submitted, listed or cancelled while the fleet is down.
 
+Every method turns a Redis that stops answering into ``FleetUnavailableError`` (code
+``redis_unavailable``, one line), never a raw ``redis.ConnectionError``. ``submit`` never leaves
+a ghost: if the message cannot be sent after the record was written, the record is marked
+``submit_failed`` (and if even that cannot be written, the reaper marks it later).
+
 Cancelling sets a flag in Redis rather than only revoking the Celery task: a revoke lives in
 the memory of the workers alive when it is sent and cannot stop a running task on every pool
 (``../shared/FLEET_NOTES.md``); the flag is read by the worker before a run starts, at every
@@ -15,24 +20,15 @@ from __future__ import annotations
 import time
 from typing import Any, Iterable
 
-from ..errors import AgentError, ConfigError
+from ..errors import ConfigError
 from .app import TASK_NAME, FleetConfig, make_app
-from .connection import RedisTarget, safe_url
+from .connection import RedisTarget
 from .decisions import approve as approve_call, reject as reject_call
 from .ledger import Ledger
-from .runs import PAUSED, QUEUED, TERMINAL, RunRecords, RunSpec, new_fleet_run_id
+from .reach import FleetUnavailableError, unavailable
+from .runs import PAUSED, QUEUED, SUBMIT_FAILED, TERMINAL, RunRecords, RunSpec, new_fleet_run_id
 
 __all__ = ["Fleet", "FleetUnavailableError", "connect"]
-
-
-class FleetUnavailableError(AgentError):
-    """Redis (the fleet's broker and store) cannot be reached."""
-
-    def __init__(self, url: str, exc: BaseException) -> None:
-        url = safe_url(url)
-        super().__init__("redis_unavailable", f"cannot reach Redis at {url} ({type(exc).__name__}"
-                         f": {exc}); start it (redis-server --port 6379) or set AGENTLAB_REDIS_URL",
-                         retryable=True, details={"url": url})
 
 
 def connect(cfg: FleetConfig) -> Any:
@@ -60,12 +56,25 @@ class Fleet:
         """Record a run and queue its first delivery; returns its run id.
 
         ``options`` are ``RunSpec`` fields: ``time_scale``, ``tool_latency_s``, ``max_turns``,
-        ``max_attempts``, ``tool_limits``, ``approve_tools``, ``crash_on_tool``.
+        ``max_attempts``, ``max_infra_losses``, ``tool_limits``, ``approve_tools``,
+        ``crash_on_tool``, ``tools``, ``max_cost_usd``.
         """
         spec = RunSpec(task=task, **options)
         run_id = run_id or new_fleet_run_id()
-        self.records.create(run_id, spec)
-        self.enqueue(run_id)
+        with unavailable(self.cfg.redis_url):
+            self.records.create(run_id, spec)
+        try:
+            self.enqueue(run_id)
+        except Exception as exc:  # compensate: no ghost run left `queued` forever
+            try:
+                self.records.update(run_id, state=SUBMIT_FAILED, error={
+                    "code": "submit_failed", "retryable": True, "details": {},
+                    "message": f"its message could not be sent ({type(exc).__name__})"})
+            except Exception:  # Redis is gone: the reaper marks it once it is back
+                pass
+            raise
+        with unavailable(self.cfg.redis_url):
+            self.records.update(run_id, enqueued=1)
         return run_id
 
     def submit_many(self, tasks: Iterable[str], **options: Any) -> list[str]:
@@ -73,11 +82,16 @@ class Fleet:
 
     def enqueue(self, run_id: str) -> str:
         """Send one delivery of the run to the queue (a resume, for a run that has started)."""
-        return self.app.send_task(TASK_NAME, args=[run_id]).id
+        with unavailable(self.cfg.redis_url):
+            return self.app.send_task(TASK_NAME, args=[run_id]).id
 
     # -- controlling
     def cancel(self, run_id: str) -> dict:
         """Stop the run: a queued one never starts, a running one stops at its next turn."""
+        with unavailable(self.cfg.redis_url):
+            return self._cancel(run_id)
+
+    def _cancel(self, run_id: str) -> dict:
         rec = self.show(run_id)
         if rec["state"] in TERMINAL:
             return rec
@@ -102,6 +116,10 @@ class Fleet:
                                                                      run_id, cid, reason))
 
     def _decide(self, run_id: str, call_id: str | None, decide: Any) -> dict:
+        with unavailable(self.cfg.redis_url):
+            return self._decide_now(run_id, call_id, decide)
+
+    def _decide_now(self, run_id: str, call_id: str | None, decide: Any) -> dict:
         rec = self.show(run_id)
         if rec["state"] != PAUSED:
             raise ConfigError("not_paused", f"run {run_id} is {rec['state']}, not paused: it "
@@ -109,21 +127,24 @@ class Fleet:
         pending = [c["call_id"] for c in rec.get("pending") or []]
         for cid in [call_id] if call_id else pending:
             decide(cid)  # a new checkpoint revision with the decision (chapter 13's approval)
-        self.records.update(run_id, state=QUEUED, pending=[], attempts=0)  # a fresh start
+        self.records.update(run_id, state=QUEUED, pending=[], attempts=0,  # a fresh start
+                            infra_losses=0)
         self.enqueue(run_id)
         return self.show(run_id)
 
     # -- reading
     def show(self, run_id: str) -> dict:
         """The run's record; ``ConfigError('run_not_found')`` for an unknown id."""
-        rec = self.records.get(run_id)
+        with unavailable(self.cfg.redis_url):
+            rec = self.records.get(run_id)
         if rec is None:
             raise ConfigError("run_not_found", f"no fleet run {run_id!r}; `agentlab runs list` "
                               "shows the runs this Redis knows")
         return rec
 
     def runs(self, limit: int | None = None) -> list[dict]:
-        return self.records.all(limit)
+        with unavailable(self.cfg.redis_url):
+            return self.records.all(limit)
 
     def wait(self, run_ids: str | Iterable[str], timeout_s: float = 60.0, *,
              poll_s: float = 0.1, until: Iterable[str] = ()) -> list[dict]:
@@ -146,5 +167,6 @@ class Fleet:
 
     def clear(self) -> int:
         """Delete every key of this fleet's namespace (records, ledger, leases); for tests."""
-        keys = list(self.client.scan_iter(match=f"{self.cfg.prefix}*"))
-        return self.client.delete(*keys) if keys else 0
+        with unavailable(self.cfg.redis_url):
+            keys = list(self.client.scan_iter(match=f"{self.cfg.prefix}*"))
+            return self.client.delete(*keys) if keys else 0

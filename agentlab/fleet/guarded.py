@@ -30,6 +30,7 @@ from ..executor import not_run
 from ..executor.batch import BatchExecutor, ToolBatch, run_batch
 from .ledger import Ledger
 from .limits import ToolSemaphore
+from .reach import UNREACHABLE, is_unreachable
 
 __all__ = ["GuardedExecutor", "FencedBackend", "LeaseLostError"]
 
@@ -54,16 +55,19 @@ class GuardedExecutor(BatchExecutor):
         client: the Redis client for the semaphores.
         tool_latency_s: simulated extra time per call (inside the semaphore slot).
         crash_on_tool: a teaching fault: SIGKILL this process when that tool is called.
+        should_stop: the run's cancel flag, read before each call starts.
     """
 
     def __init__(self, inner: Any, run_id: str, lease_ok: Callable[[], bool], ledger: Ledger,
                  *, limits: dict | None = None, client: Any = None, tool_latency_s: float = 0.0,
                  crash_on_tool: str | None = None, on_lost: Callable[[], Any] = lambda: None,
-                 prefix: str = "agentlab:default:fleet:") -> None:
+                 prefix: str = "agentlab:default:fleet:",
+                 should_stop: Callable[[], bool] = lambda: False) -> None:
         self.inner, self.run_id, self.lease_ok, self.ledger = inner, run_id, lease_ok, ledger
         self.limits, self.client, self.prefix = dict(limits or {}), client, prefix
         self.tool_latency_s, self.crash_on_tool, self.on_lost = tool_latency_s, crash_on_tool, on_lost
         self.max_workers = getattr(inner, "max_workers", 4)
+        self.should_stop = should_stop
 
     def run(self, batch: ToolBatch) -> list:
         """Each call guarded (see the class docstring); at most ``max_workers`` at once when
@@ -76,19 +80,23 @@ class GuardedExecutor(BatchExecutor):
             return list(pool.map(lambda call: self._one(call, batch), calls))
 
     def _one(self, call: Any, batch: ToolBatch) -> Any:
-        if not self.lease_ok():  # 1. a stale holder must not act
+        if not self.lease_ok():  # 1. a stale holder (or one that cannot reach Redis) must not act
             self.on_lost()
             return self._skip(call, batch, "not executed: this worker lost the run's lease")
-        if batch.cancelled():
+        if batch.cancelled() or self._stop_requested():  # a cancel stops the next call too
             return self._skip(call, batch, "not executed: the run was cancelled")
         key = f"{self.run_id}:{call.id}"
-        self.ledger.call_started(self.run_id, key)  # 2. evidence, before anything happens
-        if self.crash_on_tool == call.name:
-            os.kill(os.getpid(), signal.SIGKILL)  # the poison run of the attempts lesson
         limit = self.limits.get(call.name)
         slot = ToolSemaphore(self.client, call.name, limit, prefix=self.prefix) if limit else None
-        if slot is not None:
-            slot.acquire()  # 3. the fleet-wide bound for this tool
+        try:
+            self.ledger.call_started(self.run_id, key)  # 2. evidence, before anything happens
+            if self.crash_on_tool == call.name:
+                os.kill(os.getpid(), signal.SIGKILL)  # the poison run of the attempts lesson
+            if slot is not None:
+                slot.acquire()  # 3. the fleet-wide bound for this tool
+        except UNREACHABLE:  # no evidence, no slot: the call must not run unrecorded
+            self.on_lost()
+            return self._skip(call, batch, "not executed: Redis cannot be reached")
         started = time.time()
         try:
             if self.tool_latency_s:  # a simulated slow tool, cut short by a cancel
@@ -97,9 +105,17 @@ class GuardedExecutor(BatchExecutor):
             ended = time.time()
         finally:
             if slot is not None:
-                slot.release()
-        self.ledger.call_finished(self.run_id, key, call.name, started, ended)
+                _quietly(slot.release)
+        if not _quietly(lambda: self.ledger.call_finished(self.run_id, key, call.name, started,
+                                                          ended)):
+            self.on_lost()  # the result will not be logged either: a resume may run it again
         return result
+
+    def _stop_requested(self) -> bool:
+        try:
+            return bool(self.should_stop())
+        except UNREACHABLE:
+            return False  # the lease check that follows fails the same way and stops the run
 
     @staticmethod
     def _skip(call: Any, batch: ToolBatch, why: str) -> Any:
@@ -108,34 +124,74 @@ class GuardedExecutor(BatchExecutor):
         return result
 
 
+def _quietly(fn: Callable[[], Any]) -> bool:
+    """Run ``fn``; False (instead of raising) when Redis cannot be reached."""
+    try:
+        fn()
+        return True
+    except UNREACHABLE:
+        return False
+
+
 class FencedBackend:
-    """A checkpoint backend whose writes require a valid lease (reads pass through)."""
+    """A checkpoint backend whose writes require a valid lease (reads pass through).
+
+    A read or write that cannot reach Redis calls ``on_unreachable()`` (the attempt's lease
+    is then lost for good: a tool log that could not be read must not let a logged call run
+    again once Redis answers) and ``on_lost()``. ``on_recorded(record)`` is told of each tool
+    result written to the log (the ledger marks the call recorded)."""
 
     def __init__(self, inner: Any, run_id: str, lease_ok: Callable[[], bool],
-                 on_lost: Callable[[], Any] = lambda: None) -> None:
+                 on_lost: Callable[[], Any] = lambda: None,
+                 on_unreachable: Callable[[], Any] = lambda: None,
+                 on_recorded: Callable[[dict], Any] = lambda record: None) -> None:
         self.inner, self.run_id, self.lease_ok, self.on_lost = inner, run_id, lease_ok, on_lost
+        self.on_unreachable, self.on_recorded = on_unreachable, on_recorded
 
     def _fence(self) -> None:
         if not self.lease_ok():
             self.on_lost()
             raise LeaseLostError(self.run_id)
 
-    def write(self, run_id: str, build: Callable, max_keep: int | None) -> dict:
+    def _write(self, fn: Callable[[], Any]) -> Any:
+        """A fenced write; Redis going away in the middle of it is a lost lease too."""
         self._fence()
-        return self.inner.write(run_id, build, max_keep)
+        try:
+            return fn()
+        except Exception as exc:
+            if not is_unreachable(exc):
+                raise
+            self._unreachable()
+            raise LeaseLostError(self.run_id) from None
+
+    def _read(self, fn: Callable[[], Any]) -> Any:
+        try:
+            return fn()
+        except Exception as exc:
+            if is_unreachable(exc):
+                self._unreachable()
+            raise
+
+    def _unreachable(self) -> None:
+        self.on_unreachable()
+        self.on_lost()
+
+    def write(self, run_id: str, build: Callable, max_keep: int | None) -> dict:
+        return self._write(lambda: self.inner.write(run_id, build, max_keep))
 
     def record_tool_result(self, record: dict) -> bool:
-        self._fence()
-        return self.inner.record_tool_result(record)
+        stored = self._write(lambda: self.inner.record_tool_result(record))
+        _quietly(lambda: self.on_recorded(record))  # the ledger: this call must never run again
+        return stored
 
     def read(self, checkpoint_id: str | None) -> Any:
-        return self.inner.read(checkpoint_id)
+        return self._read(lambda: self.inner.read(checkpoint_id))
 
     def headers(self) -> list[dict]:
-        return self.inner.headers()
+        return self._read(self.inner.headers)
 
     def tool_results(self, run_id: str) -> dict[str, dict]:
-        return self.inner.tool_results(run_id)
+        return self._read(lambda: self.inner.tool_results(run_id))
 
     def delete(self, checkpoint_id: str) -> bool:
         self._fence()

@@ -15,6 +15,10 @@ makes that harmless:
 - ``check()`` is called before every step and every checkpoint or tool-log write: it is true
   only while this holder's token is still the newest (and it renews the lease, atomically). A holder that lost the lease (paused
   past its ttl, say) finds out at its next step and stops without writing anything.
+- ``holds()`` is the check an attempt uses: ``check()``, except that a Redis that does not
+  answer counts as a lost lease (the attempt cannot know it still owns the run), and a lease
+  found lost once stays lost for that attempt (``lost``; ``unreachable`` says why), so a run
+  stopped by a blip does not write its cancelled state when Redis comes back.
 """
 from __future__ import annotations
 
@@ -22,6 +26,8 @@ import threading
 import time
 import uuid
 from typing import Any, Callable
+
+from .reach import UNREACHABLE
 
 __all__ = ["RunLease", "Heartbeat"]
 
@@ -68,6 +74,8 @@ class RunLease:
         self.key, self.fence_key = f"{prefix}lease:{run_id}", f"{prefix}fence:{run_id}"
         self.holder = f"{holder or 'holder'}:{uuid.uuid4().hex[:12]}"
         self.token: int | None = None  # the fencing token, once acquired
+        self.lost = False          # holds() found the lease lost (sticky for this attempt)
+        self.unreachable = False   # ...because Redis did not answer
         self._renew = client.register_script(_RENEW)
         self._release = client.register_script(_RELEASE)
         self._hold = client.register_script(_HOLD)
@@ -102,6 +110,18 @@ class RunLease:
         return bool(self._hold(keys=[self.key, self.fence_key],
                                args=[self.holder, self.token, self.ttl_ms]))
 
+    def holds(self) -> bool:
+        """``check()`` for an attempt: False from the first time the lease is found lost or
+        Redis does not answer (then ``unreachable`` is True), and False ever after."""
+        if self.lost:
+            return False
+        try:
+            ok = self.check()
+        except UNREACHABLE:
+            ok, self.unreachable = False, True
+        self.lost = not ok
+        return ok
+
     def release(self) -> bool:
         """Give the lease up (only if still ours), so the next delivery need not wait."""
         return bool(self._release(keys=[self.key], args=[self.holder]))
@@ -118,7 +138,8 @@ class Heartbeat:
     Every ``interval_s`` it renews ``lease``, refreshes the message's score in kombu's
     ``unacked_index`` sorted set (``ZADD XX``: only if the message is still unacknowledged) so
     the broker does not redeliver a long run, and calls ``on_beat()`` (the task checks the
-    cancel flag there). When the renewal fails it calls ``on_lost()`` once and stops.
+    cancel flag there). When the renewal fails, or Redis does not answer (the lease is then
+    marked lost and unreachable), it calls ``on_lost()`` once and stops.
     """
 
     def __init__(self, lease: RunLease, *, interval_s: float | None = None,
@@ -159,7 +180,11 @@ class Heartbeat:
         while not self._stop.wait(self.interval_s):
             try:
                 self.beat()
-            except Exception:  # Redis briefly unreachable: the next beat tries again
+            except UNREACHABLE:  # the attempt cannot know it still owns the run: it stops
+                self.lease.lost = self.lease.unreachable = self.lost = True
+                self.on_lost()
+                return
+            except Exception:  # anything else (a script reloaded): the next beat tries again
                 continue
             if self.lost:
                 return

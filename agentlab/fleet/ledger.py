@@ -5,15 +5,20 @@ notebook's plots. Workers write it as they go; nothing here decides anything.
 
 - **Tool calls.** Every call that really executes (not one answered from the durable log) is
   counted under its idempotency key ``<run_id>:<tool_call_id>`` when it starts, and marked
-  done when it returns. A call that starts although it was done before is a *re-executed
-  completed call*: the thing chapter 11's log and chapter 13's lease exist to prevent.
+  *recorded* once its result is in the durable tool log (``guarded.FencedBackend`` reports
+  it). A call that starts although its result was recorded before is a *re-executed recorded
+  call*: the thing chapter 11's log and chapter 13's lease exist to prevent, and what the
+  fleet promises never happens. (A call whose worker died after it returned but before its
+  result was logged may run again: that is allowed, and counted apart, with every other
+  call that had returned, as ``rerun_after_return``.)
 - **Steps.** Every ``turn_start``/``turn_end`` of a run with the attempt's fencing token and
   worker. A turn that ends twice was executed twice; a token change is a takeover, and the
   time from the old holder's last event to the new holder's first is the kill-to-resume gap.
 - **Metrics.** Tool durations per tool, and when each run reached a terminal state.
 
 Keys (``prefix`` = ``agentlab:default:fleet:``): ``ledger:calls:<run_id>`` (hash key -> starts),
-``ledger:done:<run_id>`` (hash), ``ledger:reexec`` (counter), ``ledger:steps:<run_id>``
+``ledger:done:<run_id>`` (hash: recorded), ``ledger:returned:<run_id>`` (hash),
+``ledger:reexec`` and ``ledger:rerun`` (counters), ``ledger:tools`` (set), ``ledger:steps:<run_id>``
 (list of JSON), ``ledger:tool_spans:<tool>`` (list of "start end"), ``ledger:finished`` (zset).
 """
 from __future__ import annotations
@@ -38,20 +43,28 @@ class Ledger:
 
     # -- tool calls
     def call_started(self, run_id: str, key: str) -> bool:
-        """Count a real execution of the call ``key``; True if it had completed before."""
+        """Count a real execution of the call ``key``; True if its result had been recorded."""
         pipe = self.client.pipeline()
         pipe.hexists(f"{self.p}done:{run_id}", key)
+        pipe.hexists(f"{self.p}returned:{run_id}", key)
         pipe.hincrby(f"{self.p}calls:{run_id}", key, 1)
-        was_done = bool(pipe.execute()[0])
+        was_done, had_returned, _ = pipe.execute()
+        if had_returned:
+            self.client.incr(f"{self.p}rerun")
         if was_done:
             self.client.incr(f"{self.p}reexec")
-        return was_done
+        return bool(was_done)
+
+    def call_recorded(self, run_id: str, key: str) -> None:
+        """The call's result is in the durable tool log: running it again would break the promise."""
+        self.client.hset(f"{self.p}done:{run_id}", key, "1")
 
     def call_finished(self, run_id: str, key: str, tool: str, started: float, ended: float) -> None:
-        """Mark the call done (it returned) and keep when it ran (wall-clock seconds)."""
+        """Keep when the call ran (wall-clock seconds) and that it returned."""
         pipe = self.client.pipeline()
-        pipe.hset(f"{self.p}done:{run_id}", key, "1")
+        pipe.hset(f"{self.p}returned:{run_id}", key, "1")
         pipe.rpush(f"{self.p}tool_spans:{tool}", f"{started:.6f} {ended:.6f} {run_id}")
+        pipe.sadd(f"{self.p}tools", tool)  # (a tenant may not SCAN for the span lists)
         pipe.execute()
 
     def executions(self, run_id: str) -> dict[str, int]:
@@ -59,17 +72,25 @@ class Ledger:
         raw = self.client.hgetall(f"{self.p}calls:{run_id}")
         return {_text(k): int(v) for k, v in raw.items()}
 
+    def recorded(self, run_id: str) -> set[str]:
+        """The idempotency keys of the run's calls whose result is in the durable log."""
+        return {_text(k) for k in self.client.hkeys(f"{self.p}done:{run_id}")}
+
     def reexecuted(self) -> int:
-        """Completed calls that ran again, fleet-wide (0 is the promise)."""
+        """Calls whose result was recorded and that ran again, fleet-wide (0 is the promise)."""
         return int(self.client.get(f"{self.p}reexec") or 0)
+
+    def rerun_after_return(self) -> int:
+        """Calls that had returned (recorded or not) and ran again, fleet-wide: what a fleet
+        without a durable log does to every completed call of a redelivered run."""
+        return int(self.client.get(f"{self.p}rerun") or 0)
 
     def tool_spans(self, run_ids: Any = None) -> dict[str, list[tuple[float, float]]]:
         """``{tool: [(started, ended), ...]}`` of completed calls, fleet-wide (or of ``run_ids``)."""
         wanted = None if run_ids is None else set(run_ids)
         out = {}
-        for key in self.client.scan_iter(match=f"{self.p}tool_spans:*"):
-            name = _text(key)[len(f"{self.p}tool_spans:"):]
-            rows = [_text(x).split() for x in self.client.lrange(key, 0, -1)]
+        for name in map(_text, self.client.smembers(f"{self.p}tools")):
+            rows = [_text(x).split() for x in self.client.lrange(f"{self.p}tool_spans:{name}", 0, -1)]
             out[name] = [(float(a), float(b)) for a, b, run in rows
                          if wanted is None or run in wanted]
         return dict(sorted(out.items()))

@@ -123,24 +123,35 @@ class WorkerProcess:
 
 
 class LocalFleet:
-    """Redis plus ``workers`` worker processes, and a ``Fleet`` handle on them (``.fleet``)."""
+    """Redis plus ``workers`` worker processes, and a ``Fleet`` handle on them (``.fleet``).
+
+    ``appendonly=True`` gives Redis an append-only file, so ``self.redis.kill()`` and
+    ``.restart()`` are an outage, not a loss of the fleet's state. ``tools`` is the workers'
+    ``--tools`` (``usertools.py``); ``extra_env`` goes into every worker's environment."""
 
     def __init__(self, workers: int = 2, *, concurrency: int = 1, pool: str = "prefork",
-                 visibility_timeout_s: float = 30.0, lease_ttl_s: float = 10.0,
+                 visibility_timeout_s: float = 30.0, lease_ttl_s: float = 3.0,
                  redis_url: str | None = None, fleet_dir: str | None = None,
-                 wait: bool = True) -> None:
-        self.redis = None if redis_url else RedisServer.start()
+                 wait: bool = True, appendonly: bool = False,
+                 reaper_interval_s: float = 0.5, tools: str | None = None,
+                 extra_env: dict | None = None) -> None:
+        self.redis = None if redis_url else RedisServer.start(appendonly=appendonly)
         self.dir = Path(fleet_dir or tempfile.mkdtemp(prefix="agentlab-fleet-"))
+        self.dir.mkdir(parents=True, exist_ok=True)
         url = redis_url or self.redis.url
         self.cfg = FleetConfig(redis_url=url, prefix=fleet_prefix(url),
                                visibility_timeout_s=visibility_timeout_s, lease_ttl_s=lease_ttl_s,
-                               checkpoints=url,
-                               fleet_dir=str(self.dir))
+                               checkpoints=url, fleet_dir=str(self.dir),
+                               reaper_interval_s=reaper_interval_s)
         self.workers: list[WorkerProcess] = []
+        #: what every worker gets besides the config: its ``--tools`` and ``extra_env``
+        self.worker_env = {**({"AGENTLAB_FLEET_TOOLS": tools} if tools else {}),
+                           **(extra_env or {})}
         try:
             for i in range(workers):
                 self.workers.append(WorkerProcess(self.cfg, f"w{i + 1}", concurrency=concurrency,
-                                                  pool=pool, log_dir=self.dir))
+                                                  pool=pool, log_dir=self.dir,
+                                                  extra_env=self.worker_env))
             for w in self.workers if wait else ():
                 w.wait_ready()
             self.fleet = Fleet(self.cfg)
@@ -149,6 +160,7 @@ class LocalFleet:
             raise
 
     def add_worker(self, **options: Any) -> WorkerProcess:
+        options.setdefault("extra_env", self.worker_env)
         w = WorkerProcess(self.cfg, f"w{len(self.workers) + 1}", log_dir=self.dir, **options)
         self.workers.append(w)
         return w.wait_ready()

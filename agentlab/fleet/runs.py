@@ -10,8 +10,14 @@ read, and where a worker writes what happened. Keys (``prefix`` = ``agentlab:def
     <prefix>cancel:<run_id>   present when a cancel was asked for (checked at safe points)
 
 ``state`` is ``queued`` (submitted, no worker has it), ``running``, ``paused`` (waiting for a
-human to approve a call: the run holds no worker), or a terminal ``RunState`` value
-(``finished``, ``exhausted``, ``cancelled``, ``error``).
+human to approve a call: the run holds no worker), a terminal ``RunState`` value
+(``finished``, ``exhausted``, ``cancelled``, ``error``), or ``submit_failed`` (terminal: the
+record was written but its message could not be sent; ``Fleet.submit`` raised). ``enqueued`` is
+set once the first message was sent, so the reaper can tell such a ghost from a run whose
+message was lost. ``attempts`` counts deliveries that took the lease, ``infra_losses`` those
+of them that the infrastructure ended (worker lost, Redis unreachable). ``model_calls``,
+``spent_prompt_tokens``, ``spent_completion_tokens`` and ``spent_usd`` are the bill of every
+attempt (``cost.py``).
 
 ``RunSpec`` is what a run needs besides its task: plain JSON, so it crosses the queue.
 """
@@ -26,11 +32,12 @@ from typing import Any
 from ..errors import ConfigError
 from ..redaction import redact
 
-__all__ = ["RunSpec", "RunRecords", "TERMINAL", "QUEUED", "RUNNING", "PAUSED", "new_fleet_run_id"]
+__all__ = ["RunSpec", "RunRecords", "TERMINAL", "QUEUED", "RUNNING", "PAUSED", "SUBMIT_FAILED",
+           "new_fleet_run_id"]
 
-QUEUED, RUNNING, PAUSED = "queued", "running", "paused"
-#: States a fleet run never leaves (the terminal ``RunState`` values).
-TERMINAL = frozenset({"finished", "exhausted", "cancelled", "error"})
+QUEUED, RUNNING, PAUSED, SUBMIT_FAILED = "queued", "running", "paused", "submit_failed"
+#: States a fleet run never leaves (the terminal ``RunState`` values, and ``submit_failed``).
+TERMINAL = frozenset({"finished", "exhausted", "cancelled", "error", SUBMIT_FAILED})
 
 
 def new_fleet_run_id() -> str:
@@ -47,13 +54,21 @@ class RunSpec:
         time_scale: the simulated model's latency scale (0: answer at once; 1: the article's pace).
         tool_latency_s: extra seconds each tool call takes (simulated I/O).
         max_turns: the run's turn budget.
-        max_attempts: deliveries that may take the lease before the run ends in ERROR
+        max_attempts: attempts that may crash their worker before the run ends in ERROR
             (``too_many_attempts``): a run that keeps killing its worker must not loop.
+        max_infra_losses: attempts the infrastructure may end (a worker killed from outside
+            and found by the reaper, Redis unreachable) before the run ends in ERROR
+            (``too_many_infra_losses``); counted apart, so a busy fleet does not fail a run.
         tool_limits: at most this many concurrent calls of a tool across the fleet, e.g.
             ``{"web_search": 2}``.
         approve_tools: tools whose calls wait for a human (``requires_approval``).
         crash_on_tool: a teaching fault: the worker process kills itself (SIGKILL) when the
             run calls this tool, as a poison run would.
+        tools: the run's tools as an import string (``"mypkg.tools:make_registry"``,
+            ``usertools.py``); None: the research agent's. Only a worker started with
+            ``--tools`` naming the same string runs it.
+        max_cost_usd: the run's budget in dollars across all its attempts (model calls of
+            killed attempts included: ``cost.py``); None: no cap.
     """
 
     task: str
@@ -61,9 +76,12 @@ class RunSpec:
     tool_latency_s: float = 0.0
     max_turns: int = 12
     max_attempts: int = 3
+    max_infra_losses: int = 20
     tool_limits: dict = field(default_factory=dict)
     approve_tools: list = field(default_factory=list)
     crash_on_tool: str | None = None
+    tools: str | None = None
+    max_cost_usd: float | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.task, str) or not self.task.strip():
@@ -72,7 +90,14 @@ class RunSpec:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
                 raise ConfigError("invalid_config", f"{name} must be a number >= 0, not {value!r}")
-        for name in ("max_turns", "max_attempts"):
+        cap = self.max_cost_usd
+        if cap is not None and (isinstance(cap, bool) or not isinstance(cap, (int, float))
+                                or not cap > 0):
+            raise ConfigError("invalid_config", f"max_cost_usd must be a number > 0, not {cap!r}")
+        if self.tools is not None and (not isinstance(self.tools, str) or ":" not in self.tools):
+            raise ConfigError("invalid_config", f"tools must be 'module:function', not "
+                              f"{self.tools!r}")
+        for name in ("max_turns", "max_attempts", "max_infra_losses"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ConfigError("invalid_config", f"{name} must be an integer >= 1, not {value!r}")
@@ -128,6 +153,18 @@ class RunRecords:
         """Count one more delivery that took the lease; returns the new count."""
         return int(self.client.hincrby(self.key(run_id), "attempts", 1))
 
+    def add_infra_loss(self, run_id: str, token: Any = None) -> int:
+        """Count one attempt ended by the infrastructure (not by the run); the new count.
+
+        ``token`` is the lost attempt's fencing token (default: the newest, read from
+        ``<prefix>fence:<run_id>``): an attempt is counted once, however many parties (the
+        attempt itself, the reaper) notice that it was lost."""
+        if token is None:
+            token = self.client.get(f"{self.prefix}fence:{run_id}") or 0
+        if not self.client.sadd(f"{self.prefix}infra:{run_id}", token):
+            return int(self.client.hget(self.key(run_id), "infra_losses") or 0)
+        return int(self.client.hincrby(self.key(run_id), "infra_losses", 1))
+
     def request_cancel(self, run_id: str) -> None:
         """Ask the run to stop: a queued run never starts, a running one stops at a safe point."""
         self.client.set(f"{self.prefix}cancel:{run_id}", "1")
@@ -150,7 +187,10 @@ class RunRecords:
                 rec[name] = json.loads(rec[name])
         for name in ("created_at", "updated_at"):
             rec[name] = float(rec.get(name) or 0)
-        rec["attempts"] = int(rec.get("attempts") or 0)
+        for name in ("attempts", "infra_losses", "model_calls", "spent_prompt_tokens",
+                     "spent_completion_tokens"):
+            rec[name] = int(rec.get(name) or 0)
+        rec["spent_usd"] = round(float(rec.get("spent_usd") or 0.0), 6)
         return rec
 
     def ids(self, limit: int | None = None) -> list[str]:

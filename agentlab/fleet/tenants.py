@@ -3,14 +3,19 @@
 Part of ``notebooks/13_fleet.ipynb`` (book chapter, 1.5: tenant isolation is part of the price
 of a shared runtime). ``create_tenant(admin_url, "acme", password)`` runs, as an admin::
 
-    ACL SETUSER acme reset on >password ~agentlab:acme:* resetchannels +@all -@dangerous
+    ACL SETUSER acme reset on >password ~agentlab:acme:* resetchannels &agentlab:acme:*
+        +@all -@dangerous -scan -randomkey -dbsize -select -swapdb -move -pubsub -function ...
 
 so the URL ``redis://acme:password@host:port/0`` (``tenant_url``) can read and write
 ``agentlab:acme:*`` and nothing else: another tenant's state, checkpoints or tool log answer
 ``NOPERM``, which the stores report as ``permission_denied``; and a store opened with that URL
 but no ``tenant=`` uses tenant ``acme`` (the user name). ``-@dangerous`` keeps the tenant away
-from ``FLUSHALL``, ``KEYS``, ``CONFIG``, ``ACL``, ``DEBUG`` and the like. ``extra_key_patterns``
-(e.g. a Celery broker's keys) and ``channels`` widen the grant when a tenant also runs workers.
+from ``FLUSHALL``, ``KEYS``, ``CONFIG``, ``ACL``, ``DEBUG`` and the like, and ``CROSSING`` from
+the commands that would list or count other tenants' keys (``SCAN``, ``RANDOMKEY``,
+``DBSIZE``) or reach another database (``SELECT``, ``MOVE``, ``SWAPDB``). The tenant's broker
+(``app.broker_prefix``: queue, unacknowledged messages, results, pub/sub channels) lives under
+the same prefix, so the same credentials submit, list and run workers. ``extra_key_patterns`` and
+``channels`` widen the grant if ever needed.
 """
 from __future__ import annotations
 
@@ -19,7 +24,12 @@ from urllib.parse import quote, urlsplit, urlunsplit
 from ..errors import ConfigError
 from .connection import RedisTarget, key_prefix, redis_errors, validate_tenant
 
-__all__ = ["create_tenant", "delete_tenant", "tenant_url"]
+__all__ = ["create_tenant", "delete_tenant", "tenant_url", "CROSSING"]
+
+#: Commands that see past a tenant's key pattern (key names, counts or other databases of the
+#: whole server) or leave state outside it, denied on top of ``-@dangerous``.
+CROSSING = ("scan", "randomkey", "dbsize", "select", "swapdb", "move", "pubsub", "function",
+            "script|flush", "keys", "flushdb", "flushall", "info", "client", "monitor")
 
 
 def tenant_url(server_url: str, tenant: str, password: str) -> str:
@@ -29,6 +39,13 @@ def tenant_url(server_url: str, tenant: str, password: str) -> str:
     netloc = f"{quote(validate_tenant(tenant))}:{quote(password, safe='')}@{host}" + \
         (f":{parts.port}" if parts.port else "")
     return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+
+
+def _pidbox(url: str, tenant: str) -> str:
+    """The channel pattern a Celery worker of ``tenant`` subscribes to with PSUBSCRIBE (remote
+    control). An ACL lets a *pattern* subscription through only when it is listed literally."""
+    db = (urlsplit(url).path or "/0").strip("/") or "0"
+    return f"{key_prefix(tenant)}broker:/{db}.celery.pidbox"
 
 
 def create_tenant(admin_url: str, tenant: str, password: str, *,
@@ -48,7 +65,9 @@ def create_tenant(admin_url: str, tenant: str, password: str, *,
     admin = RedisTarget(admin_url)
     rules = ["reset", "on", f">{password}", f"~{key_prefix(tenant)}*",
              *(f"~{p}" for p in extra_key_patterns), "resetchannels",
-             *(f"&{c}" for c in channels), "+@all", "-@dangerous"]
+             f"&{key_prefix(tenant)}*", f"&{_pidbox(admin_url, tenant)}",
+             *(f"&{c}" for c in channels), "+@all", "-@dangerous",
+             *(f"-{c}" for c in CROSSING)]
     try:
         with redis_errors(ConfigError, admin, f"create tenant {tenant!r}"):
             admin.client.execute_command("ACL", "SETUSER", tenant, *rules)
