@@ -174,3 +174,13 @@ def test_a_refused_namespace_is_reported_never_silently(monkeypatch):
     limits._namespaces(RefusingLibc(), {"network": False, "pid_ns": True}, report)
     assert report["network"] == "not isolated (unshare refused: Operation not permitted)"
     assert report["processes"] == "shared pid namespace (Operation not permitted)"
+
+
+def test_the_thread_side_of_a_memory_bomb_counts_its_allocation_even_after_a_higher_peak():
+    """Notebook 15 flaked here: the caller's peak resident size did not rise when an earlier
+    cell had already peaked higher, so the thread's harm read as 0."""
+    from agentlab.sandbox.compare import side_by_side
+    earlier = [bytearray(1 << 20) for _ in range(300)]
+    del earlier
+    res = side_by_side("memory bomb")
+    assert res["thread"]["harm"] == 200 and res["sandbox"]["harm"] == 0

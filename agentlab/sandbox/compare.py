@@ -44,9 +44,22 @@ def _run(func: Any, kwargs: dict, timeout_s: float, policy: SandboxPolicy | None
     return (result.error_code or "ok"), time.perf_counter() - t0, result
 
 
-def _peak_mb() -> float:
-    import resource
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KB on Linux
+def _allocated_mb(fn: Any, *args: Any) -> tuple[Any, float]:
+    """``fn(*args)`` and the peak of the memory Python allocated in this process meanwhile, in
+    MB (tracemalloc). Not the resident size: the allocator may reuse memory an earlier cell
+    freed, so a kernel that once peaked higher would show no gain at all."""
+    import tracemalloc
+    started = not tracemalloc.is_tracing()
+    if started:
+        tracemalloc.start()
+    tracemalloc.reset_peak()
+    base = tracemalloc.get_traced_memory()[0]
+    try:
+        value = fn(*args)
+        return value, max(0.0, tracemalloc.get_traced_memory()[1] - base) / 2 ** 20
+    finally:
+        if started:
+            tracemalloc.stop()
 
 
 def _children() -> set[int]:
@@ -85,9 +98,9 @@ def side_by_side(kind: str, *, timeout_s: float = 1.0, policy: SandboxPolicy | N
             out[side] = outcome(ending, took, "file written after the timeout" if written
                                 else "file never written", float(written))
         elif kind == "memory bomb":
-            before = _peak_mb()
-            ending, took, _ = _run(demo.memory_bomb, {"mb": 200 if small else 4096}, timeout_s, pol)
-            gained = 50 * round(max(0.0, _peak_mb() - before) / 50)  # to 50 MB: not noise
+            (ending, took, _), mb = _allocated_mb(
+                _run, demo.memory_bomb, {"mb": 200 if small else 4096}, timeout_s, pol)
+            gained = 50 * round(mb / 50)  # to 50 MB: not noise
             out[side] = outcome(ending, took, f"asked for {200 if small else 4096} MB; this "
                                 f"process's peak memory rose about {gained} MB", gained)
         elif kind == "fork bomb":
