@@ -210,6 +210,7 @@ class SandboxPool:
         self._lock = threading.Lock()
         self.workers_started = 0
         self.closed = False
+        self._replacing: list[threading.Thread] = []  # close() waits for them
 
     def warm(self) -> "SandboxPool":
         """Start workers until ``policy.workers`` are idle."""
@@ -264,7 +265,10 @@ class SandboxPool:
                 self._idle.append(worker)
             return
         if not self.closed:
-            threading.Thread(target=self._replace, daemon=True).start()
+            thread = threading.Thread(target=self._replace, daemon=True)
+            with self._lock:
+                self._replacing = [t for t in self._replacing if t.is_alive()] + [thread]
+            thread.start()
 
     def _replace(self) -> None:
         try:
@@ -273,11 +277,17 @@ class SandboxPool:
             pass
 
     def close(self) -> None:
-        """Kill every idle worker (running calls end with their own kill)."""
+        """Kill every idle worker (running calls end with their own kill), and wait for a
+        replacement that was starting: it sees ``closed`` and kills its worker, so when this
+        returns no worker of the pool is left."""
         with self._lock:
             self.closed, idle, self._idle = True, self._idle, []
+            replacing, self._replacing = self._replacing, []
         for worker in idle:
             worker.destroy()
+        for thread in replacing:
+            if thread is not threading.current_thread():
+                thread.join(_START_S)
 
 
 def pool_for(policy: Any) -> SandboxPool:
