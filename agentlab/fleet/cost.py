@@ -21,9 +21,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import AgentError
 from ..models import DEFAULT_MODEL, cost_usd, require_prices
-from ..runtime.cost import COST_BUDGET, prompt_tokens_sent, worst_case_output_tokens
+from ..runtime.cost import over_budget, prompt_tokens_sent, worst_case_output_tokens
 from ..runtime.gates import Gate, Stop, Verdict
 from ..runtime.types import RunState
 from .reach import UNREACHABLE
@@ -100,11 +99,5 @@ class FleetCostCap(Gate):
         prompt = prompt_tokens_sent(rt, rt.messages.get_messages(),
                                     rt.registry.get_all_schemas() or None)
         worst = cost_usd(model, prompt, worst_case_output_tokens(rt.llm))
-        if spent + worst <= cap:
-            return None
-        return Stop(RunState.EXHAUSTED, f"{COST_BUDGET} (${cap:g})", AgentError(
-            COST_BUDGET, f"the next model call was not sent: it could cost up to ${worst:.4f} "
-            f"and the run has ${cap - spent:.4f} of its ${cap:g} budget left (all its attempts "
-            "counted); raise max_cost_usd or narrow the task",
-            details={"spent_usd": spent, "call_worst_case_usd": worst, "max_cost_usd": cap,
-                     "prompt_tokens": prompt}))
+        return over_budget(cap, spent, worst, prompt,
+                           "all its attempts counted; raise max_cost_usd or narrow the task")

@@ -39,7 +39,7 @@ from .gates import Gate, Stop, Verdict
 from .types import RunState
 
 __all__ = ["CostCap", "spent_usd", "worst_case_output_tokens", "COST_BUDGET", "prompt_tokens_sent",
-           "completion_tokens_of", "charged_usage", "charge_prompt"]
+           "completion_tokens_of", "charged_usage", "charge_prompt", "over_budget"]
 
 #: The error code (and the start of ``stopped_reason``) of a run stopped by its cost cap.
 COST_BUDGET = "cost_budget"
@@ -139,11 +139,17 @@ class CostCap(Gate):
         if spent is None or math.isnan(worst):
             return Stop(RunState.ERROR, "unpriced_model", AgentError(
                 "unpriced_model", f"model {model!r} has no price, so max_cost_usd cannot be kept"))
-        if spent + worst <= cap:
-            return None
-        return Stop(RunState.EXHAUSTED, f"{COST_BUDGET} (${cap:g})", AgentError(
-            COST_BUDGET, f"the next model call was not sent: it could cost up to "
-            f"${worst:.4f} and the run has ${cap - spent:.4f} of its ${cap:g} budget left; "
-            "raise max_cost_usd, lower the output cap, or narrow the task",
-            details={"spent_usd": spent, "call_worst_case_usd": worst, "max_cost_usd": cap,
-                     "prompt_tokens": prompt}))
+        return over_budget(cap, spent, worst, prompt,
+                           "raise max_cost_usd, lower the output cap, or narrow the task")
+
+
+def over_budget(cap: float, spent: float, worst: float, prompt: int, advice: str) -> Verdict:
+    """None while ``spent + worst`` fits in ``cap``; else the Stop that ends the run EXHAUSTED
+    (``cost_budget``) before the call is sent. ``advice``: what the user can change."""
+    if spent + worst <= cap:
+        return None
+    return Stop(RunState.EXHAUSTED, f"{COST_BUDGET} (${cap:g})", AgentError(
+        COST_BUDGET, f"the next model call was not sent: it could cost up to ${worst:.4f} and "
+        f"the run has ${cap - spent:.4f} of its ${cap:g} budget left; {advice}",
+        details={"spent_usd": spent, "call_worst_case_usd": worst, "max_cost_usd": cap,
+                 "prompt_tokens": prompt}))
