@@ -15,12 +15,15 @@ would take the notebook's kernel down with it.
 from __future__ import annotations
 
 import os
+import signal
+import sys
 import tempfile
 import time
 from typing import Any
 
 from . import demo
 from .policy import SandboxPolicy
+from .pool import WORKER_CODE
 
 __all__ = ["side_by_side", "outcome", "KINDS"]
 
@@ -62,19 +65,36 @@ def _allocated_mb(fn: Any, *args: Any) -> tuple[Any, float]:
             tracemalloc.stop()
 
 
-def _children() -> set[int]:
-    """Running processes below this one that are copies of it (same command line): what a
-    tool forks, and never a sandbox worker (it runs another command)."""
+def _forked(sandboxed: bool) -> set[int]:
+    """Running processes that a fork-bomb tool could have started: copies of this process
+    (a tool in a thread forks the caller), or of a sandbox worker that is not one of the pool's
+    own workers (a worker's parent is this process; what a sandboxed tool forks has a worker for
+    parent, or init once its worker is killed). Searched machine-wide, so orphans count too."""
     import psutil
-    me = psutil.Process()
-    mine, found = me.cmdline(), set()
-    for c in me.children(recursive=True):
-        try:
-            if c.status() != psutil.STATUS_ZOMBIE and c.cmdline() == mine:
-                found.add(c.pid)
-        except psutil.Error:
+    me = os.getpid()
+    mine = psutil.Process().cmdline()
+    worker = [sys.executable, "-c", WORKER_CODE]
+    found = set()
+    for p in psutil.process_iter(["cmdline", "ppid", "status"]):
+        cmd, info = p.info["cmdline"] or [], p.info
+        if p.pid == me or info["status"] == psutil.STATUS_ZOMBIE:
             continue
+        if sandboxed and cmd[:3] == worker and info["ppid"] != me:
+            found.add(p.pid)
+        elif not sandboxed and cmd == mine:
+            found.add(p.pid)
     return found
+
+
+def _end(pids: set[int]) -> None:
+    """Kill the thread side's leftovers once counted (the demo cleans up after itself), and
+    reap them: they are this process's children."""
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+        except (ProcessLookupError, ChildProcessError, PermissionError):
+            continue
 
 
 def side_by_side(kind: str, *, timeout_s: float = 1.0, policy: SandboxPolicy | None = None,
@@ -104,10 +124,13 @@ def side_by_side(kind: str, *, timeout_s: float = 1.0, policy: SandboxPolicy | N
             out[side] = outcome(ending, took, f"asked for {200 if small else 4096} MB; this "
                                 f"process's peak memory rose about {gained} MB", gained)
         elif kind == "fork bomb":
-            before = _children()
+            before = _forked(not small)
             ending, took, _ = _run(demo.fork_bomb, {"children": 30 if small else 200,
                                                     "seconds": 3.0}, timeout_s, pol)
-            left, started = len(_children() - before), 30 if small else 200
+            new = _forked(not small) - before
+            left, started = len(new), 30 if small else 200
+            if small:
+                _end(new)
             # "at least 25": in a busy Jupyter kernel one or two of the 30 are sometimes not
             # seen by the count, so the text states what is sure
             seen = f"at least 25 of {started}" if left >= 25 else f"{left} of {started}"

@@ -53,6 +53,11 @@ def sandbox_env(allowed: tuple[str, ...]) -> dict[str, str]:
     return env
 
 
+# A worker's command line starts [sys.executable, "-c", WORKER_CODE]; so does every process it
+# forks, which is how ``compare`` finds what a sandboxed tool left behind.
+WORKER_CODE = "import sys; from agentlab.sandbox.worker import main; sys.exit(main(sys.argv[1:]))"
+
+
 class _Worker:
     """One worker process, its pipes and its cgroup."""
 
@@ -67,8 +72,8 @@ class _Worker:
                   "cgroup": self.group, "network": policy.network,
                   "hide": [p for p in hidden if os.path.isdir(p)]}
         self.proc = subprocess.Popen(
-            [sys.executable, "-c", "import sys; from agentlab.sandbox.worker import main; "
-             "sys.exit(main(sys.argv[1:]))", str(to_r), str(from_w), json.dumps(config)], pass_fds=(to_r, from_w), start_new_session=True,
+            [sys.executable, "-c", WORKER_CODE, str(to_r), str(from_w), json.dumps(config)],
+            pass_fds=(to_r, from_w), start_new_session=True,
             env=sandbox_env(policy.env), stdin=subprocess.DEVNULL)
         os.close(to_r)
         os.close(from_w)
