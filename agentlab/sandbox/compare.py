@@ -14,6 +14,7 @@ would take the notebook's kernel down with it.
 """
 from __future__ import annotations
 
+import json
 import os
 import signal
 import sys
@@ -66,10 +67,11 @@ def _allocated_mb(fn: Any, *args: Any) -> tuple[Any, float]:
 
 
 def _forked(sandboxed: bool) -> set[int]:
-    """Running processes that a fork-bomb tool could have started: copies of this process
-    (a tool in a thread forks the caller), or of a sandbox worker that is not one of the pool's
-    own workers (a worker's parent is this process; what a sandboxed tool forks has a worker for
-    parent, or init once its worker is killed). Searched machine-wide, so orphans count too."""
+    """Running processes a fork-bomb tool could have started. In a thread: the caller's own
+    children that are copies of it (a thread forks the caller). In the sandbox: copies of a
+    worker of this process's pool that are not the workers themselves (a worker's parent is
+    this process; what a tool forks has a worker for parent, or init once the worker is
+    killed), searched machine-wide so orphans count too."""
     import psutil
     me = os.getpid()
     mine = psutil.Process().cmdline()
@@ -79,11 +81,18 @@ def _forked(sandboxed: bool) -> set[int]:
         cmd, info = p.info["cmdline"] or [], p.info
         if p.pid == me or info["status"] == psutil.STATUS_ZOMBIE:
             continue
-        if sandboxed and cmd[:3] == worker and info["ppid"] != me:
+        if sandboxed and cmd[:3] == worker and info["ppid"] != me and _host(cmd) == me:
             found.add(p.pid)
-        elif not sandboxed and cmd == mine:
+        elif not sandboxed and cmd == mine and info["ppid"] == me:
             found.add(p.pid)
     return found
+
+
+def _host(cmd: list[str]) -> int | None:
+    try:
+        return json.loads(cmd[5]).get("host")
+    except (IndexError, ValueError, AttributeError):
+        return None
 
 
 def _end(pids: set[int]) -> None:

@@ -53,8 +53,9 @@ def sandbox_env(allowed: tuple[str, ...]) -> dict[str, str]:
     return env
 
 
-# A worker's command line starts [sys.executable, "-c", WORKER_CODE]; so does every process it
-# forks, which is how ``compare`` finds what a sandboxed tool left behind.
+# A worker's command line is [sys.executable, "-c", WORKER_CODE, fd, fd, config]; every process
+# it forks has the same one, and config's "host" is the pid of the pool's process. That is how
+# ``compare`` finds what a sandboxed tool of this process left behind.
 WORKER_CODE = "import sys; from agentlab.sandbox.worker import main; sys.exit(main(sys.argv[1:]))"
 
 
@@ -70,7 +71,8 @@ class _Worker:
         config = {"memory_mb": policy.memory_mb, "cpu_s": policy.cpu_s * 8 + 1,
                   "file_mb": policy.file_mb, "max_procs": policy.max_procs,
                   "cgroup": self.group, "network": policy.network,
-                  "hide": [p for p in hidden if os.path.isdir(p)]}
+                  "hide": [p for p in hidden if os.path.isdir(p)],
+                  "host": os.getpid()}  # unused by the worker: names whose sandbox it is
         self.proc = subprocess.Popen(
             [sys.executable, "-c", WORKER_CODE, str(to_r), str(from_w), json.dumps(config)],
             pass_fds=(to_r, from_w), start_new_session=True,
