@@ -117,7 +117,9 @@ def test_tool_rows_carry_the_enforced_timeout_false_kills_and_waste(monkeypatch)
     assert math.isinf(calls.loc[("hang", 1), "true_ms"])
     run = res.runs.iloc[0]
     assert run["false_kills"] == 2 and run["tool_timeouts"] == 4
-    assert 3.5 <= run["wasted_s"] <= 6.0  # four calls, each cut at about 1 s
+    # four calls, each cut at about 1 s of wall time: a loaded machine only adds (7.5 s was seen
+    # beside two CPU burners and four test workers); the exact check is the simulated clock's
+    assert 3.5 <= run["wasted_s"] <= 15.0
     # the same, decided and replayed on the simulated clock (issue 20: load cannot change it)
     slow, hang = calls.loc[("slow", 1)], calls.loc[("hang", 1)]
     assert slow["sim_duration_ms"] == 1000.0 and hang["sim_wasted_ms"] == 1000.0
