@@ -225,3 +225,22 @@ def test_lab_turns_on_saved_widget_state_then_starts_jupyterlab(tmp_path, monkey
     assert started == [[sys.executable, "-m", "jupyterlab", "notebooks", "--no-browser"]]
     cli.main(["lab", "notebooks"])  # the second time: nothing to write, nothing said
     assert capsys.readouterr().out == ""
+
+
+def test_a_reader_that_leaves_early_ends_the_command_quietly_with_141():
+    # `agentlab exercise list | head -0`: the pipe is closed before the command writes.
+    proc = subprocess.Popen([*CLI, "exercise", "list"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env=offline_env())
+    proc.stdout.close()
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=60) == 141
+    assert err == ""
+
+
+@pytest.mark.parametrize("name", list(cli.COMMANDS))
+def test_every_command_says_what_it_is_for_in_its_help(name, capsys):
+    with pytest.raises(SystemExit):
+        cli.main([name, "--help"])
+    usage, description = capsys.readouterr().out.split("\n\n")[:2]
+    assert usage.startswith(f"usage: agentlab {name}")
+    assert len(description.strip()) > 20 and not description.lstrip().startswith(("-", "positional"))
