@@ -18,6 +18,9 @@ from .. import __version__
 
 __all__ = ["main", "entry", "COMMANDS"]
 
+#: Commands whose arguments after ``--`` are handed on untouched (as ``args.passthrough``).
+PASSTHROUGH = {"lab"}
+
 #: name -> one-line help; the module is ``agentlab.cli.<name>``. Keep this the only list.
 COMMANDS: dict[str, str] = {
     "demo": "run the research agent of chapter 08 and watch it work, turn by turn",
@@ -75,7 +78,12 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     try:
         parser = build_parser(argv)
+        rest: list[str] = []
+        if _chosen(argv) in PASSTHROUGH and "--" in argv:  # argparse would eat the "--"
+            argv, rest = argv[:argv.index("--")], argv[argv.index("--") + 1:]
         args = parser.parse_args(argv)
+        if rest:
+            args.passthrough = rest
         if getattr(args, "func", None) is None:  # plain `agentlab`: say what there is
             parser.print_help()
             return 0
