@@ -219,9 +219,55 @@ def test_lab_turns_on_saved_widget_state_then_starts_jupyterlab(tmp_path, monkey
     monkeypatch.setattr(sys, "prefix", str(tmp_path))  # a fresh environment
     started = []
     monkeypatch.setattr(os, "execvp", lambda prog, argv: started.append(argv))
+    monkeypatch.setattr(os, "geteuid", lambda: 1000)
     assert not lab_settings.is_installed()
     cli.main(["lab", "notebooks", "--", "--no-browser"])
     assert lab_settings.is_installed() and "save widget state" in capsys.readouterr().out
     assert started == [[sys.executable, "-m", "jupyterlab", "notebooks", "--no-browser"]]
     cli.main(["lab", "notebooks"])  # the second time: nothing to write, nothing said
     assert capsys.readouterr().out == ""
+
+
+@pytest.mark.parametrize("argv, euid, expected", [
+    (["lab", "--", "--no-browser"], 1000, ["notebooks", "--no-browser"]),  # the form --help shows
+    (["lab", "work", "--", "--port", "9999", "--no-browser"], 1000,
+     ["work", "--port", "9999", "--no-browser"]),
+    (["lab"], 0, ["notebooks", "--allow-root"]),  # root in a container: Jupyter needs it
+    (["lab", "--", "--allow-root"], 0, ["notebooks", "--allow-root"]),  # not twice
+])
+def test_lab_hands_everything_after_the_double_dash_to_jupyter(argv, euid, expected, tmp_path,
+                                                               monkeypatch):
+    (tmp_path / "notebooks").mkdir()
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "prefix", str(tmp_path))
+    started = []
+    monkeypatch.setattr(os, "execvp", lambda prog, args: started.append(args[3:]))
+    monkeypatch.setattr(os, "geteuid", lambda: euid)
+    cli.main(argv)
+    assert started == [expected]
+
+
+def test_lab_help_says_it_runs_as_root_with_allow_root(capsys):
+    with pytest.raises(SystemExit):
+        cli.main(["lab", "--help"])
+    out = " ".join(capsys.readouterr().out.split())
+    assert "agentlab lab -- --no-browser" in out and "--allow-root" in out
+
+
+def test_a_reader_that_leaves_early_ends_the_command_quietly_with_141():
+    # `agentlab exercise list | head -0`: the pipe is closed before the command writes.
+    proc = subprocess.Popen([*CLI, "exercise", "list"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env=offline_env())
+    proc.stdout.close()
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=60) == 141
+    assert err == ""
+
+
+@pytest.mark.parametrize("name", list(cli.COMMANDS))
+def test_every_command_says_what_it_is_for_in_its_help(name, capsys):
+    with pytest.raises(SystemExit):
+        cli.main([name, "--help"])
+    usage, description = capsys.readouterr().out.split("\n\n")[:2]
+    assert usage.startswith(f"usage: agentlab {name}")
+    assert len(description.strip()) > 20 and not description.lstrip().startswith(("-", "positional"))

@@ -48,6 +48,8 @@ def test_dry_run_prints_the_plan_and_estimate_and_writes_nothing(tmp_path, capsy
     text = capsys.readouterr().out
     assert "2 configuration(s) x 1 task(s) x 30 seed(s) = 60 cells" in text
     assert "worst case $" in text and "cost cap $5.0000" in text and f"output: {out}" in text
+    assert ("on the simulator: that is what a real provider would charge for these tokens; "
+            "the simulator itself costs $0") in text
     assert not out.exists()
 
 

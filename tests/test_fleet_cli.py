@@ -83,13 +83,19 @@ def thread_worker(fleet_env):
         tasks.app.conf.update(saved)
 
 
-def test_submit_wait_runs_on_a_worker_and_prints_the_answer(fleet_env, thread_worker, capsys):
+def test_submit_wait_runs_on_a_worker_and_prints_the_answer(fleet_env, thread_worker, capsys,
+                                                            tmp_path):
     code = main(["submit", "Research Python asyncio best practices", "--wait",
                  "--time-scale", "0", "--timeout", "30"])
     out = capsys.readouterr().out.splitlines()
     assert code == 0, out
     assert out[1].startswith("finished: 6 turns, attempts 1, worker ")
     assert fleet_env.show(out[0])["state"] == "finished"
+    folder = tmp_path / "output" / out[0]  # AGENTLAB_FLEET_DIR is tmp_path
+    written = sorted(p.name for p in folder.iterdir())
+    assert written  # the researcher writes its report
+    assert out[-2:] == [f"files of the run: {folder.resolve()}: {', '.join(written)}",
+                        f"the run's record: agentlab runs show {out[0]}"]
 
 
 def test_runs_reject_resumes_the_run_and_the_rejected_call_never_runs(fleet_env, thread_worker,

@@ -10,12 +10,16 @@ from __future__ import annotations
 import argparse
 import gc
 import importlib
+import os
 import platform
 import sys
 
 from .. import __version__
 
 __all__ = ["main", "entry", "COMMANDS"]
+
+#: Commands whose arguments after ``--`` are handed on untouched (as ``args.passthrough``).
+PASSTHROUGH = {"lab"}
 
 #: name -> one-line help; the module is ``agentlab.cli.<name>``. Keep this the only list.
 COMMANDS: dict[str, str] = {
@@ -58,6 +62,14 @@ def build_parser(argv: list[str]) -> argparse.ArgumentParser:
             importlib.import_module(f"{__name__}.{name}").add_parser(sub)
         else:  # listed for --help; its module is not imported
             sub.add_parser(name, help=help_line)
+        # `agentlab NAME --help` opens with what the command is for, even when the module's
+        # own parser gave none: the line from COMMANDS, capitalised as a sentence.
+        chosen_parser = sub.choices[name]
+        if not chosen_parser.description:
+            chosen_parser.description = help_line[0].upper() + help_line[1:] + "."
+    # `agentlab --help` lists every command with COMMANDS' line, whichever module was loaded.
+    for action in sub._choices_actions:
+        action.help = COMMANDS.get(action.dest, action.help)
     return parser
 
 
@@ -66,7 +78,12 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     try:
         parser = build_parser(argv)
+        rest: list[str] = []
+        if _chosen(argv) in PASSTHROUGH and "--" in argv:  # argparse would eat the "--"
+            argv, rest = argv[:argv.index("--")], argv[argv.index("--") + 1:]
         args = parser.parse_args(argv)
+        if rest:
+            args.passthrough = rest
         if getattr(args, "func", None) is None:  # plain `agentlab`: say what there is
             parser.print_help()
             return 0
@@ -85,8 +102,14 @@ def entry() -> None:
     table, about 0.2-0.3 s measured here. Freezing them first skips that work (nothing is
     left to clean up: files are closed and output is flushed as usual).
     """
-    code = main()
-    sys.stdout.flush()
+    try:
+        code = main()
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # `agentlab runs list | head`: the reader left. Exit quietly with 141 (128 + SIGPIPE)
+        # as Unix tools do; point stdout at /dev/null so the flush at exit cannot raise again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.exit(141)
     gc.freeze()
     sys.exit(code)
 

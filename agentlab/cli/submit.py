@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from ..errors import AgentError
 from ..fleet.control import Fleet
@@ -78,4 +79,12 @@ def run(args: argparse.Namespace) -> int:
                   f"agentlab runs approve {run_id} {call.get('call_id')}")
     elif result.get("content"):
         print(result["content"])
+    if rec.get("output_dir"):  # the report and other files the run wrote
+        folder = Path(rec["output_dir"])
+        files = sorted(p.name for p in folder.iterdir()) if folder.is_dir() else []
+        where = (f"{folder}: {', '.join(files)}" if files else
+                 f"{folder} (nothing written there yet)" if folder.is_dir() else
+                 f"{folder} on worker {rec.get('worker') or '?'} (not on this machine)")
+        print(f"files of the run: {where}")
+    print(f"the run's record: agentlab runs show {run_id}")
     return 0 if rec["state"] == "finished" else 1

@@ -63,6 +63,11 @@ def run(args: argparse.Namespace) -> int:
             check_identity(records, code_identity(
                 {t.scenario: get_scenario(t.scenario) for t in exp.tasks}), args.force, out)
             print(exp.plan(records, cap))
+            if all(c.settings.get("endpoint", "sim") == "sim" for c in exp.cells()):
+                # The simulator counts tokens like the API, so the dollars are list prices;
+                # say that nothing is charged here, or "$60" reads like a bill.
+                print("  on the simulator: that is what a real provider would charge for "
+                      "these tokens; the simulator itself costs $0")
             print(f"output: {out}")
             return 0
         results = exp.run(workers=args.workers, fleet=args.fleet, out=out,

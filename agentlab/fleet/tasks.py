@@ -140,7 +140,10 @@ def _attempt(run_id: str, cfg: FleetConfig, client: Any, worker: str,
         out = _end(records, ledger, run_id, "error", worker, error=too_many)
         lease.release()
         return out
-    records.update(run_id, state=RUNNING, worker=worker, instance=os.environ.get(INSTANCE_ENV, ""))
+    # output_dir: where the run's files (the research report) go, on the worker's machine;
+    # `agentlab submit --wait` and `runs show` tell the user to look there.
+    records.update(run_id, state=RUNNING, worker=worker, instance=os.environ.get(INSTANCE_ENV, ""),
+                   output_dir=str((Path(cfg.fleet_dir) / "output" / run_id).resolve()))
     return _execute(run_id, spec, cfg, client, records, ledger, lease, worker, tag)
 
 
