@@ -196,3 +196,16 @@ def test_links_to_chapters_resolve_in_masters_and_student_copies():
                 if not (nb_path.parent / target).exists():
                     broken.append(f"{nb_path.relative_to(root)} -> {target}")
     assert broken == []
+
+
+def test_no_notebook_tells_a_student_to_check_the_untouched_stub():
+    """`pytest notebooks/exercises/NN_*.ipynb` runs the stub, never the student's copy in work/:
+    chapters and exercises name `agentlab exercise start/check NN` instead (issue 24)."""
+    notebooks = [*(ROOT / "notebooks").glob("*.ipynb"), *EXERCISES.glob("*.ipynb"), *MASTERS]
+    wrong = []
+    for path in notebooks:
+        for cell in json.loads(path.read_text(encoding="utf-8"))["cells"]:
+            text = "".join(cell["source"])
+            if cell["cell_type"] == "markdown" and "pytest" in text and "notebooks/exercises/" in text:
+                wrong.append(path.name)
+    assert notebooks and not wrong, wrong
