@@ -122,7 +122,11 @@ def hung_batch_explorer(*, hang_s: float = 1.2) -> Panel:
     timeout = w.FloatSlider(0.3, min=0.1, max=1.0, step=0.05, description="timeout (s)",
                             continuous_update=False, readout_format=".2f")
     which = w.ToggleButtons(options=list(EXECUTORS), value="agentlab execute_parallel",
-                            description="executor")
+                            description="executor", style={"button_width": "auto"},
+                            tooltips=["agentlab: the calls in parallel, the batch ends at the "
+                                      "timeout", "agentlab: one call after another, each with "
+                                      "its own timeout", "the article's executor: waits for "
+                                      "every thread, the hung one included"])
     out = w.Output()
     panel = Panel([w.HBox([timeout]), which, out], title="hung batch explorer (chapter 03)")
 

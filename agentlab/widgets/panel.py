@@ -89,9 +89,11 @@ def _quantized(png: bytes) -> bytes:
 
 
 def figure_png(figure: Any, dpi: int = _SHOW_DPI) -> bytes:
-    """A matplotlib figure as a small PNG (white background, 64-colour palette)."""
+    """A matplotlib figure as a small PNG (white background, 64-colour palette), cropped to what
+    it draws: a legend placed below the axes is kept whole (it was cut off at the edge)."""
     buf = io.BytesIO()
-    figure.savefig(buf, format="png", dpi=dpi, facecolor="white")
+    figure.savefig(buf, format="png", dpi=dpi, facecolor="white", bbox_inches="tight",
+                   pad_inches=0.1)
     return _quantized(buf.getvalue())
 
 
@@ -164,7 +166,8 @@ def _stacked(figures: list, dpi: int) -> Any:
     images = []
     for fig in figures:
         buf = io.BytesIO()
-        fig.savefig(buf, format="png", dpi=dpi, facecolor="white")
+        fig.savefig(buf, format="png", dpi=dpi, facecolor="white", bbox_inches="tight",
+                    pad_inches=0.1)  # whole legends, as figure_png
         buf.seek(0)
         images.append(imread(buf)[..., :3])
     if not images:
