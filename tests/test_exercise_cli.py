@@ -237,3 +237,37 @@ def test_a_killed_batch_resumes_without_grading_a_notebook_twice(tmp_path):
     rows = list(csv.DictReader((out / "grades.csv").open()))
     assert [(r["student"], r["passed"]) for r in rows] == [("alice", "7"), ("bob", "0")]
     assert "alice/01_backoff.ipynb" not in done.stdout  # not run again
+
+
+@pytest.mark.parametrize("name, student", [
+    ("erin_09_percentile-Copy1.ipynb", "erin"),    # Jupyter's Duplicate
+    ("frank_backoff.ipynb", "frank"),               # the slug's word, no number
+    ("gina_01_backoff (1).ipynb", "gina"),          # a browser's second download
+    ("01_backoff_hal.ipynb", "hal"),                # the exercise first
+    ("ivy-mae_01_backoff copy.ipynb", "ivy-mae"),
+])
+def test_flat_layout_names_the_student_not_the_copy_or_the_exercise(tmp_path, name, student):
+    from agentlab.exercises.students import student_of
+    exercise = "09_percentile" if name.startswith("erin") else "01_backoff"
+    assert student_of(tmp_path / name, tmp_path, exercise) == student
+    assert student_of(tmp_path / "jo" / name, tmp_path, exercise) == "jo"  # a folder names them
+
+
+def test_a_file_that_is_no_notebook_scores_0_with_a_reason_and_the_batch_goes_on(tmp_path):
+    from agentlab.exercises.grading import grade
+    (tmp_path / "kim_01_backoff.ipynb").write_bytes(b"\xff\xfe not text")
+    (tmp_path / "lee_01_backoff.ipynb").write_text('{"cells": "nope"')
+    (tmp_path / "max_01_backoff.ipynb").write_text('{"cells": 3, "nbformat": 4}')
+    grades = {g.student: g for g in grade(tmp_path, timeout=20, out=tmp_path / "out")}
+    assert set(grades) == {"kim", "lee", "max"}
+    assert all(g.passed == 0 and g.status == "error" for g in grades.values())
+    assert "not UTF-8" in grades["kim"].detail and "not valid JSON" in grades["lee"].detail
+    assert "not an nbformat 4 notebook" in grades["max"].detail
+    assert all(g.exercise == "01_backoff" and g.total == 20 for g in grades.values())
+
+
+def test_details_name_files_from_the_graded_folder_not_the_graders_machine():
+    from agentlab.exercises.grading import _relative
+    text = "/tmp/agentlab-grade-x1/01_backoff.ipynb: cell 3 failed; see /srv/class/out/log"
+    assert _relative(text, "/tmp/agentlab-grade-x1", "/srv/class/out") == \
+        "01_backoff.ipynb: cell 3 failed; see log"

@@ -43,6 +43,7 @@ from typing import Callable
 
 from .generate import cell_source
 from .runner import CHECK_TAG, ExpectedCheck, exercise_of, expected_checks
+from .students import student_of
 
 __all__ = ["Grade", "grade", "grade_notebook", "student_of", "write_csv", "read_csv",
            "markdown_table", "FIELDS"]
@@ -70,17 +71,12 @@ class Grade:
     detail: str = ""
 
 
-def student_of(path: Path, folder: Path, exercise: str) -> str:
-    """The student a notebook belongs to (see the module docstring)."""
-    rel = path.relative_to(folder)
-    if len(rel.parts) > 1:
-        return rel.parts[0]
-    stem = path.stem
-    if exercise and exercise in stem:
-        stem = stem.replace(exercise, "")
-    elif exercise:
-        stem = re.sub(rf"(?<!\d){re.escape(exercise[:2])}(?!\d)", "", stem)
-    return stem.strip(" -_.") or path.stem
+def _relative(text: str, *folders: str) -> str:
+    """``text`` without the grader's absolute folders: a path in a detail reads from the
+    graded folder, and grades.csv shows nothing of the teacher's machine."""
+    for folder in folders:
+        text = text.replace(folder.rstrip(os.sep) + os.sep, "").replace(folder, ".")
+    return text
 
 
 def _scores(cells: list[dict], expected: list[ExpectedCheck]) -> tuple[dict, list[str]]:
@@ -193,6 +189,7 @@ def grade_notebook(path: Path, master: Path, *, wall_s: float = 120.0,
         remove(group)
         shutil.rmtree(work, ignore_errors=True)
         shutil.rmtree(sockets, ignore_errors=True)
+    problems = [_relative(p, work, sockets) for p in problems]
     if state["status"] == "output_limit":
         problems.append(f"printed more than {output_mb:g} MB; stopped")
     elif state["status"] == "timeout":
@@ -218,11 +215,18 @@ def grade(folder: str | Path, *, timeout: float = 120.0, out: str | Path | None 
         inside_out = folder in out.parents and out in path.parents  # e.g. FOLDER/grades/
         if ".ipynb_checkpoints" in path.parts or rel in done or inside_out:
             continue
+        unreadable = _unreadable(path)
         try:
-            master = exercise_of(json.loads(path.read_text(encoding="utf-8")), path)
-        except (OSError, ValueError):
+            nb = {} if unreadable else json.loads(path.read_text(encoding="utf-8"))
+            master = exercise_of(nb, path)  # an unreadable file: the exercise of its name
+        except Exception:  # noqa: BLE001 - a broken file scores 0, never ends the batch
             master = None
-        if master is None:
+        if unreadable:
+            exercise = master.stem if master is not None else "?"
+            total = sum(c.total for c in expected_checks(master)) if master is not None else 0
+            g = Grade(student_of(path, folder, master.stem if master else ""), exercise, 0,
+                      total, "error", rel, unreadable)
+        elif master is None:
             g = Grade(student_of(path, folder, ""), "?", 0, 0, "error", rel,
                       "not an exercise notebook")
         else:
@@ -239,12 +243,32 @@ def grade(folder: str | Path, *, timeout: float = 120.0, out: str | Path | None 
                 detail.append(f"{sum(found.values())} case(s) had passed before it stopped; "
                               "scored 0")
             g = Grade(student_of(path, folder, master.stem), master.stem, passed, total,
-                      status, rel, "; ".join(detail))
+                      status, rel, _relative("; ".join(detail), str(folder), str(out)))
         _append(csv_path, g)
         grades.append(g)
         if progress is not None:
             progress(g)
     return grades
+
+
+def _unreadable(path: Path) -> str:
+    """Why ``path`` is not a notebook the grader can run ("" when it is one): not UTF-8, not
+    JSON, or JSON without the shape of an nbformat 4 notebook (a dict of ``cells``)."""
+    try:
+        nb = json.loads(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError:
+        return "not a notebook: the file is not UTF-8 text; scored 0"
+    except json.JSONDecodeError as exc:
+        return f"not a notebook: the file is not valid JSON ({exc}); scored 0"
+    except OSError as exc:
+        return f"could not read the file ({exc.strerror}); scored 0"
+    cells = nb.get("cells") if isinstance(nb, dict) else None
+    if (not isinstance(nb, dict) or nb.get("nbformat") != 4 or not isinstance(cells, list)
+            or not all(isinstance(c, dict) and "cell_type" in c and "source" in c
+                       for c in cells)):
+        return ("not a notebook: valid JSON, but not an nbformat 4 notebook (a dict with "
+                "nbformat 4 and a list of cells); scored 0")
+    return ""
 
 
 def _append(path: Path, g: Grade) -> None:
