@@ -166,9 +166,11 @@ def copy_status(target: Path, text: str) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="fail if a student copy is stale")
-    in_ci = os.environ.get("CI", "").lower() not in ("", "0", "false")
-    parser.add_argument("--strict", action="store_true", default=in_ci,
-                        help="with --check, also fail on copies holding changes (default in CI)")
+    # --strict is asked for, never guessed from the environment: a student whose shell sets
+    # CI=true (a course image, a container) solved an exercise in place and `pytest` failed
+    parser.add_argument("--strict", action="store_true",
+                        help="with --check, also fail on copies holding changes (the project's "
+                             "own CI: .ci/run)")
     parser.add_argument("--force", action="store_true",
                         help="replace student copies even if they hold changes (they are lost)")
     args = parser.parse_args(argv)
