@@ -209,6 +209,14 @@ def test_serve_answers_a_plain_openai_client(tmp_path):
         reply = client.chat.completions.create(
             model="gpt-4o", messages=[{"role": "user", "content": "hi"}])
         assert reply.choices[0].finish_reason == "stop"
+        assert client.models.retrieve("gpt-4o").id == "gpt-4o"  # was a 404
+        with pytest.raises(openai.NotFoundError, match="does not exist"):
+            client.models.retrieve("gpt-nope")
+        import httpx
+        root = url.rsplit("/v1", 1)[0]
+        for where in (root + "/", url):  # a person opening the address (was "Invalid URL")
+            about = httpx.get(where, timeout=10)
+            assert about.status_code == 200 and "/v1 (base_url)" in about.json()["message"]
     finally:
         proc.terminate()
         proc.wait(timeout=10)

@@ -194,10 +194,14 @@ class SimulatedAPI:
     def _handle(self, method: str, path: str, raw: bytes,
                 read_timeout: float | None) -> SimReply:
         path = path.split("?")[0].rstrip("/")
+        if method == "GET" and path in ("", "/v1"):  # a person's browser or curl, looking
+            return self._json(200, {"object": "agentlab.sim", "message": ABOUT})
         if method == "GET" and path in ("/v1/models", "/models"):
-            data = [{"id": m, "object": "model", "created": CREATED,
-                     "owned_by": "agentlab-sim"} for m in known_models()]
-            return self._json(200, {"object": "list", "data": data})
+            return self._json(200, {"object": "list", "data": [_model(m) for m in known_models()]})
+        model = path.rpartition("/models/")[2] if method == "GET" and "/models/" in path else ""
+        if model:  # the SDK's client.models.retrieve(id)
+            return self._json(200, _model(model)) if model in known_models() else self._json(
+                404, api_error(f"The model '{model}' does not exist", code="model_not_found"))
         if not (method == "POST" and path in ("/v1/chat/completions", "/chat/completions")):
             return self._json(404, api_error(f"Invalid URL ({method} {path})"))
         entry: dict = {"body": None, "status": 0, "response": None, "error": None,
@@ -311,6 +315,14 @@ class SimulatedAPI:
     def _json(status: int, obj: dict, headers: dict | None = None) -> SimReply:
         raw = json.dumps(obj, ensure_ascii=False).encode()
         return SimReply(status, {"content-type": "application/json", **(headers or {})}, raw)
+
+ABOUT = ("agentlab's simulated OpenAI-compatible endpoint: point an OpenAI client at this "
+         "server's /v1 (base_url) with any API key; POST /v1/chat/completions, GET /v1/models")
+
+
+def _model(name: str) -> dict:
+    return {"id": name, "object": "model", "created": CREATED, "owned_by": "agentlab-sim"}
+
 
 class _Timeout(Exception):
     """Internal: the reply took longer than the client's read timeout."""
