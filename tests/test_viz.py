@@ -405,3 +405,15 @@ def test_executor_gantt_still_draws_real_results():
     fig = viz.plot_tool_gantt({"parallel": res}, timeout_s=0.05)
     widths = sorted(p.get_width() for p in fig.axes[0].patches)
     assert widths[0] >= 10 and 45 <= widths[-1] <= 150
+
+
+def test_trace_and_latency_row_labels_are_readable_and_apart():
+    """Span names and latency rows are >= 9 pt and never overprint (issue 24: 'turn' at 7 pt)."""
+    for fig in (viz.plot_trace(_observer(failed=True)), viz.plot_tool_latency(_observer())):
+        fig.canvas.draw()
+        ax = fig.axes[0]
+        labels = [t for t in ax.texts if t.get_text()] or \
+            [t for t in ax.get_yticklabels() if t.get_text()]
+        assert labels and min(t.get_fontsize() for t in labels) >= 9
+        boxes = sorted((t.get_window_extent() for t in labels), key=lambda b: b.y0)
+        assert all(a.y1 <= b.y0 + 0.5 for a, b in zip(boxes, boxes[1:]))  # no overlap

@@ -79,9 +79,9 @@ def plot_trace(source: Any, *, title: str | None = None, max_spans: int = 60,
     run = next((s for s, depth in rows if depth == 0 and s.kind == "run"), None)
     t0 = run.start_offset_ms if run is not None else min(s.start_offset_ms for s, _ in rows)
     end_all = max(s.start_offset_ms + (s.duration_ms or 0.0) for s, _ in rows)
-    width_in, height_in = figsize or (8.0, 0.26 * len(rows) + 1.3)
+    width_in, height_in = figsize or (8.0, 0.3 * len(rows) + 1.3)
     fig, ax = plt.subplots(figsize=(width_in, height_in))
-    left = 0.28
+    left = 0.34  # room for 9 pt span names, indented by depth
     fig.subplots_adjust(left=left, right=0.98, bottom=0.55 / height_in, top=1 - 0.6 / height_in)
     axes_w = (0.98 - left) * width_in  # labels sit in the left margin, indented by depth
     x0, indent = -(left * width_in - 0.08) / axes_w, 0.12 / axes_w
@@ -100,9 +100,9 @@ def plot_trace(source: Any, *, title: str | None = None, max_spans: int = 60,
         ax.barh(y, max(width, (end_all - t0) * 0.002), left=start, height=0.7, color=color,
                 edgecolor=_ERROR if failed else "none", linewidth=1.6 if failed else 0,
                 hatch="//" if s.duration_ms is None else None)
-        label = s.name if len(s.name) <= 30 else s.name[:29] + "…"
+        label = s.name if len(s.name) <= 28 else s.name[:27] + "…"
         ax.text(x0 + indent * min(depth, 6), y, label, transform=ax.get_yaxis_transform(),
-                ha="left", va="center", fontsize=7, color=_ERROR if failed else "black")
+                ha="left", va="center", fontsize=9, color=_ERROR if failed else "black")
     ax.set_yticks([])
     ax.set_ylim(len(rows) - 0.4, -0.6)
     ax.set_xlim(0, (end_all - t0) * 1.02 or 1.0)
@@ -113,7 +113,7 @@ def plot_trace(source: Any, *, title: str | None = None, max_spans: int = 60,
     handles += state_handles(tool_states or {"ok"},
                              labels={"ok": "tool call ok", "failed": "tool failed",
                                      "timed_out": "tool timed out"})
-    ax.legend(handles=handles, fontsize=7, loc="lower right", bbox_to_anchor=(1.0, 1.0),
+    ax.legend(handles=handles, fontsize=8, loc="lower right", bbox_to_anchor=(1.0, 1.0),
               ncol=len(handles), frameon=False, handlelength=1.2, columnspacing=0.8)
     took = f", run {run.duration_ms:.0f} ms" if run is not None and run.duration_ms else ""
     ax.set_title(title or f"trace: {len(rows)} spans{took}", fontsize=10, loc="left", pad=14)
@@ -247,7 +247,7 @@ def plot_tool_latency(source: Any, *, title: str | None = None,
         open_ = [f"p{q}" for q in (50, 95, 99) if k < MIN_CALLS[q]]
         return f"{n} ({k} call{'s' if k != 1 else ''})" + (
             f"\n{'/'.join(open_)} unbounded" if open_ else "")
-    ax.set_yticks(range(len(names)), [row_label(n) for n in names], fontsize=7)
+    ax.set_yticks(range(len(names)), [row_label(n) for n in names], fontsize=9)
     ax.set_ylim(len(names) - 0.5, -0.5)
     ax.set_xlabel("latency (ms)")
     ax.set_xlim(0, right)
