@@ -5,6 +5,9 @@ import subprocess
 import sys
 import warnings
 
+import matplotlib
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
 import pytest
 
 from agentlab import viz
@@ -91,3 +94,38 @@ def test_sweep_summary_draws_an_open_end_instead_of_dropping_it():
     assert any(c.get_hatch() == "//" for c in ax.collections)  # the open end, hatched
     assert "no bound (open end)" in [t.get_text() for t in ax.get_legend().get_texts()]
     assert ax.get_ylim()[1] < 1e6  # the axis is not stretched towards +inf
+
+
+def _drawn_overlaps(fig):
+    fig.canvas.draw()
+    out = []
+    for ax in fig.axes:
+        boxes = [t.get_window_extent() for t in ax.get_xticklabels() if t.get_text()]
+        out += [(a, b) for a, b in zip(boxes, boxes[1:]) if a.overlaps(b)]
+    return out
+
+
+def test_overlapping_x_tick_labels_are_rotated_apart():
+    from agentlab.viz.experiments import _unoverlap_xticks
+
+    fig, ax = plt.subplots(figsize=(3, 2.5))
+    ax.plot(range(6), range(6))
+    ax.set_xticks(range(6), [f"threshold {v}" for v in range(6)])
+    assert _drawn_overlaps(fig)  # the case this guards against is really there
+    _unoverlap_xticks(fig)
+    assert _drawn_overlaps(fig) == []
+    plt.close(fig)
+
+
+def test_sweep_summary_legend_has_no_entry_without_a_drawing():
+    import pandas as pd
+
+    summary = pd.DataFrame({"t": [0.5, 1.0], "tokens": [10.0, 20.0],
+                            "tokens_low": [8.0, 15.0], "tokens_high": [float("inf")] * 2})
+    ax = viz.plot_sweep_summary(summary, "t", ["tokens"]).axes[0]
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert "95% interval" not in legend  # no finite band anywhere: nothing to stand for
+    summary["tokens_high"] = [12.0, 25.0]
+    ax = viz.plot_sweep_summary(summary, "t", ["tokens"]).axes[0]
+    band = next(c for c in ax.collections if c.get_label() == "95% interval")
+    assert any(len(p.vertices) > 2 for p in band.get_paths())  # the entry has a drawn band

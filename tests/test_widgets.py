@@ -177,6 +177,14 @@ def test_03_hung_batch_explorer():
     assert wall(panel.text) >= 600 and "waited for the hung thread" in panel.text
 
 
+def test_03_executor_buttons_are_told_apart_by_their_first_word():
+    buttons = control(widgets.hung_batch_explorer(hang_s=0.2), w.ToggleButtons)
+    labels = list(buttons._options_labels)
+    assert len({lab.split()[0] for lab in labels}) == len(labels)  # distinct even when cut short
+    assert len(set(buttons.tooltips)) == len(labels) and all(buttons.tooltips)
+    assert list(buttons._options_values) == list(widgets.EXECUTORS)
+
+
 def test_03_gantt_rows_show_the_abandoned_thread():
     res = widgets.run_hung_batch(0.1, hang_s=0.4)
     stuck = next(r for r in res["rows"] if r["name"] == "stuck #b")

@@ -178,6 +178,7 @@ def plot_paired_comparison(results: Any, metric: str, a: str, b: str, *,
     right.legend(fontsize=7, loc="upper right")
     fig.suptitle(title or f"{metric}: {b} vs {a}", fontsize=10)
     fig.tight_layout()
+    _unoverlap_xticks(fig)  # long config names under a narrow panel
     plt.close(fig)
     return fig
 
@@ -195,6 +196,7 @@ def plot_sweep_summary(summary: Any, x: str, metrics: Sequence[str], *,
             ``"compression threshold (share of the token budget)"``.
     """
     import matplotlib.pyplot as plt  # lazy: heavy
+    import numpy as np  # lazy: heavy
 
     data = summary.sort_values(x)
     fig, axes = plt.subplots(1, len(metrics), squeeze=False,
@@ -203,15 +205,39 @@ def plot_sweep_summary(summary: Any, x: str, metrics: Sequence[str], *,
         color = _COLORS[i % len(_COLORS)]
         ax.plot(data[x], data[m], "o-", color=color)
         low, high = data[f"{m}_low"].astype(float), data[f"{m}_high"].astype(float)
-        ax.fill_between(data[x], low, high, color=color, alpha=0.2, label="95% interval")
+        both = np.isfinite(low.to_numpy()) & np.isfinite(high.to_numpy())
+        # label the band only where it is drawn: a legend entry needs a visible artist
+        ax.fill_between(data[x], low, high, where=both, color=color, alpha=0.2,
+                        label="95% interval" if both.any() else None)
         _open_ends(ax, data[x], low, high, color)
         ax.set_xlabel(xlabel or x, fontsize=8)
         ax.set_ylabel(f"mean {m} ({_unit(m)})", fontsize=8)
+        ax.tick_params(labelsize=8)
         ax.legend(fontsize=7)
     fig.suptitle(title or f"{', '.join(metrics)} against {x}", fontsize=10)
     fig.tight_layout()
+    _unoverlap_xticks(fig)
     plt.close(fig)
     return fig
+
+
+def _unoverlap_xticks(fig: Any) -> None:
+    """Turn the x tick labels of any panel whose labels overlap once drawn: upright (90 deg)
+    when their boxes still overlap at 45 deg, then re-lay out the figure."""
+    def overlapping(ax: Any) -> bool:
+        boxes = [t.get_window_extent() for t in ax.get_xticklabels() if t.get_text()]
+        return any(a.overlaps(b) for a, b in zip(boxes, boxes[1:]))
+
+    fig.canvas.draw()
+    for ax in fig.axes:
+        for angle in (45, 90):
+            if not overlapping(ax):
+                break
+            ax.tick_params(axis="x", labelrotation=angle)
+            for t in ax.get_xticklabels():
+                t.set_horizontalalignment("right" if angle < 90 else "center")
+            fig.tight_layout()
+            fig.canvas.draw()
 
 
 def _open_ends(ax: Any, xs: Any, low: Any, high: Any, color: str) -> None:

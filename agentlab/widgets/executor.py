@@ -23,12 +23,15 @@ from ..viz.executor import plot_call_gantt
 from ..viz.states import STATE_LABELS, call_state
 from .panel import Panel
 
-__all__ = ["EXECUTORS", "run_hung_batch", "format_hung_batch", "hung_batch_explorer"]
+__all__ = ["EXECUTORS", "BUTTON_LABELS", "run_hung_batch", "format_hung_batch", "hung_batch_explorer"]
 
 #: What the picker offers: label -> (executor class, method name).
 EXECUTORS = {"agentlab execute_parallel": (ToolExecutor, "execute_parallel"),
              "agentlab execute (serial)": (ToolExecutor, "execute"),
              "naive execute_parallel": (NaiveToolExecutor, "execute_parallel")}
+#: The picker's button labels (same order): they differ in their first word, so a button
+#: too narrow for its whole label (shown cut short with "...") still says which it is.
+BUTTON_LABELS = ("parallel (agentlab)", "serial (agentlab)", "naive parallel")
 #: The batch: (call id, tool, delay in ms); "stuck" hangs for ``hang_s``.
 BATCH = [("a", "fetch", 60), ("b", "stuck", None), ("c", "fetch", 80), ("d", "fetch", 40)]
 
@@ -121,7 +124,8 @@ def hung_batch_explorer(*, hang_s: float = 1.2) -> Panel:
     """
     timeout = w.FloatSlider(0.3, min=0.1, max=1.0, step=0.05, description="timeout (s)",
                             continuous_update=False, readout_format=".2f")
-    which = w.ToggleButtons(options=list(EXECUTORS), value="agentlab execute_parallel",
+    which = w.ToggleButtons(options=list(zip(BUTTON_LABELS, EXECUTORS)),
+                            value="agentlab execute_parallel",
                             description="executor", style={"button_width": "auto"},
                             tooltips=["agentlab: the calls in parallel, the batch ends at the "
                                       "timeout", "agentlab: one call after another, each with "
