@@ -165,10 +165,12 @@ def test_learned_timeout_is_enforced_by_the_tool_executor():
     ex = ToolExecutor(reg, default_timeout=30.0, timeout_manager=m)
     ex.execute([ToolCall(f"c{i}", "lookup", {}) for i in range(40)])
     t0 = time.perf_counter()
-    [res] = ex.execute([ToolCall("slow", "lookup", {"delay_ms": 3000})])
+    [res] = ex.execute([ToolCall("slow", "lookup", {"delay_ms": 10_000})])
     elapsed = time.perf_counter() - t0
     assert not res.success and res.error_code == "tool_timeout"
-    assert elapsed < 1.0, elapsed                 # learned ~0.2 s, not 30 s
+    # learned ~0.2 s idle, not the 30 s default; a loaded machine stretches the 20 ms samples
+    # (Python 3.13 beside a busy suite failed the old bound of 1 s), so the bound is loose
+    assert elapsed < 5.0, elapsed
     s = m.get_stats("lookup")
     assert s.count == 41 and s.timed_out == 1
 
