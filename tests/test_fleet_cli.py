@@ -109,7 +109,11 @@ def test_runs_reject_resumes_the_run_and_the_rejected_call_never_runs(fleet_env,
             break
         rejected.append(rec["pending"][0]["call_id"])
         assert main(["runs", "reject", run_id, rejected[-1], "--reason", "not today"]) == 0
-        assert capsys.readouterr().out == f"{run_id}: queued\n"
+        # the state as the command read it back: queued, or already taken by the worker (CI
+        # saw "running"); what counts is checked below, that the rejected call never ran
+        said = capsys.readouterr().out
+        assert said in {f"{run_id}: {state}\n" for state in ("queued", "running", "paused",
+                                                               "finished")}, said
     assert rec["state"] == "finished" and rejected
     runs = fleet_env.ledger.executions(run_id)
     assert not [c for c in rejected if f"{run_id}:{c}" in runs]   # never ran
