@@ -77,10 +77,19 @@ def test_demo_says_in_one_line_that_the_endpoint_is_unreachable(tmp_path):
     assert "Traceback" not in out.stdout + out.stderr
 
 
+def _interruptible() -> None:
+    """In a child before exec: SIGINT at its default and unblocked, as a shell starts a program.
+    A fork inherits an ignored SIGINT, and Python then leaves it ignored: beside two CPU burners
+    and four test workers these tests saw Ctrl-C land and do nothing (demo exit 0, chat reply
+    not stopped) -- the disposition the test process had at that moment, not the program's."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+
+
 def test_demo_ctrl_c_is_one_line(tmp_path):
     proc = subprocess.Popen([*CLI, "demo", "--output-dir", str(tmp_path), "--time-scale", "1"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=offline_env())
+                            env=offline_env(), preexec_fn=_interruptible)
     for line in proc.stdout:
         if line.startswith("Turn 1:"):
             break
@@ -124,7 +133,8 @@ class Terminal:
 
     def __init__(self, args: list[str], env: dict) -> None:
         self.pid, self.fd = pty.fork()
-        if self.pid == 0:  # the child: become the program
+        if self.pid == 0:  # the child: become the program, with Ctrl-C as a shell gives it
+            _interruptible()
             os.execvpe(args[0], args, env)
         self.seen = ""
 

@@ -196,7 +196,13 @@ def test_grading_a_hostile_class_keeps_honest_scores_files_and_processes(tmp_pat
     assert rows["slow"]["status"] == "timeout" and rows["printer"]["status"] == "output_limit"
     assert _tree_digest(cls) == before
     assert sorted(p.name for p in out.iterdir()) == ["grades.csv", "grades.md"]
-    assert _graded_processes() == []
+    left = _graded_processes()
+    for _ in range(40):  # killed ones may take a moment to go on a loaded machine (seen: 1 left)
+        if not left:
+            break
+        time.sleep(0.5)
+        left = _graded_processes()
+    assert left == []
 
 
 def _graded_processes() -> list[int]:
