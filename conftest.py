@@ -40,3 +40,18 @@ def pytest_ignore_collect(collection_path: Path, config):
     if collection_path.suffix == ".ipynb" and not collected_notebook(collection_path):
         return True
     return None
+
+
+def pytest_configure(config):
+    """nbval starts each notebook's kernel with ``jupyter_client``'s ``KernelManager`` over TCP;
+    with four workers starting kernels at once, a kernel lost its port to another process and
+    died (``Address already in use``, seen in CI). Give nbval the Unix-socket manager instead
+    (``agentlab.exercises.kernels``): same kernel, no ports."""
+    try:
+        import nbval.kernel
+    except ImportError:  # nbval is a [dev] extra
+        return
+    from agentlab.exercises.kernels import ipc_kernel_manager
+    if not getattr(nbval.kernel.KernelManager, "agentlab_ipc", False):
+        nbval.kernel.KernelManager = ipc_kernel_manager(nbval.kernel.KernelManager)
+        nbval.kernel.KernelManager.agentlab_ipc = True

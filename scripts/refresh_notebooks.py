@@ -20,6 +20,7 @@ from pathlib import Path
 import nbformat
 from nbclient import NotebookClient
 
+from agentlab.exercises.kernels import ipc_kernel_manager
 from agentlab.widgets import save_hook
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -78,7 +79,7 @@ def refresh(path: Path) -> None:
     nb = nbformat.read(path, as_version=4)
     # store_widget_state=True is nbclient's default; said here because the notebooks need it
     client = NotebookClient(nb, timeout=600, kernel_name="python3", record_timing=False,
-                            store_widget_state=True,
+                            store_widget_state=True, kernel_manager_class=ipc_kernel_manager(),
                             resources={"metadata": {"path": str(path.parent)}})
     client.execute()
     clean(nb)

@@ -176,9 +176,11 @@ def test_student_copy_fails_every_check(master):
     nbformat = pytest.importorskip("nbformat")
     from nbclient import NotebookClient
 
+    from agentlab.exercises.kernels import ipc_kernel_manager
     copy = generate.student_copy(json.loads(master.read_text(encoding="utf-8")), master.stem)
     nb = nbformat.from_dict(copy)
     NotebookClient(nb, timeout=300, kernel_name="python3", allow_errors=True,
+                   kernel_manager_class=ipc_kernel_manager(),
                    resources={"metadata": {"path": str(EXERCISES)}}).execute()
     checks = [c for c in nb.cells if CHECK_TAG in c.metadata.get("tags", [])]
     assert checks

@@ -392,9 +392,12 @@ def _saved_panel_notebook(tmp_path):
     """A notebook whose one output is a Panel, executed with its widget state (nbclient)."""
     nbformat = pytest.importorskip("nbformat")
     from nbclient import NotebookClient
+
+    from agentlab.exercises.kernels import ipc_kernel_manager
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
         "from agentlab import widgets\nwidgets.retry_explorer()")])
     NotebookClient(nb, kernel_name="python3", store_widget_state=True,
+                   kernel_manager_class=ipc_kernel_manager(),
                    resources={"metadata": {"path": str(tmp_path)}}).execute()
     return json.loads(nbformat.writes(nb))
 

@@ -23,6 +23,7 @@ from pathlib import Path
 from ..extras import require
 from .cases import CHECK_LOG_ENV, CaseResult
 from .generate import cell_source, masters
+from .kernels import ipc_kernel_manager
 
 __all__ = ["ExpectedCheck", "CheckOutcome", "NotebookReport", "expected_checks",
            "find_exercise", "exercise_of", "run_notebook", "CHECK_TAG"]
@@ -166,6 +167,7 @@ def run_notebook(path: str | Path, master: Path | None = None, *, timeout: float
     stderr = tempfile.TemporaryFile()  # the kernel's own stderr: kept for a crash report
     status, problems = "ok", []
     client = NotebookClient(nb, timeout=timeout, kernel_name=kernel_name, allow_errors=True,
+                            kernel_manager_class=ipc_kernel_manager(),
                             shutdown_kernel="immediate", record_timing=False,
                             resources={"metadata": {"path": str(path.parent)}})
     try:
