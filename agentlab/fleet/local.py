@@ -12,9 +12,15 @@ fleet and leaves nothing behind. Following ``../shared/FLEET_NOTES.md``:
     with LocalFleet(workers=2) as lf:
         run_id = lf.fleet.submit("Research asyncio")
         lf.fleet.wait(run_id)
+
+Without ``with``, ``close()`` also runs when the interpreter exits (``atexit``; in a notebook:
+when the kernel shuts down or restarts), so a notebook can leave its fleet up after Run All
+for the controls to keep using, and still leave nothing behind. A kernel killed with SIGKILL
+runs no ``atexit``: then the processes stay until they are killed.
 """
 from __future__ import annotations
 
+import atexit
 import os
 import signal
 import subprocess
@@ -135,7 +141,9 @@ class LocalFleet:
                  wait: bool = True, appendonly: bool = False,
                  reaper_interval_s: float = 0.5, tools: str | None = None,
                  extra_env: dict | None = None) -> None:
+        self.closed = False
         self.redis = None if redis_url else RedisServer.start(appendonly=appendonly)
+        atexit.register(self.close)  # in a notebook: at kernel shutdown, if no cell closed it
         self.dir = Path(fleet_dir or tempfile.mkdtemp(prefix="agentlab-fleet-"))
         self.dir.mkdir(parents=True, exist_ok=True)
         url = redis_url or self.redis.url
@@ -166,6 +174,17 @@ class LocalFleet:
         return w.wait_ready()
 
     def close(self) -> None:
+        """Stop the workers and the Redis server; a second call does nothing."""
+        if self.closed:
+            return
+        self.closed = True
+        atexit.unregister(self.close)
+        for w in self.workers:  # all at once: a kernel's shutdown waits only a few seconds
+            if w.alive:
+                try:
+                    os.killpg(w.proc.pid, signal.SIGTERM)
+                except ProcessLookupError:
+                    pass
         for w in self.workers:
             w.stop()
         if self.redis is not None:
