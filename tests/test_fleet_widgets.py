@@ -117,3 +117,21 @@ def test_the_approval_panel_shows_the_last_record_and_refuses_a_decision_once_st
     assert "ConnectionError" in panel.text and "as last read" in panel.text
     assert approve.disabled and reject.disabled
 
+
+def test_the_fleet_plots_use_the_package_colours_and_no_legend_or_label_covers_a_bar():
+    from matplotlib.colors import to_hex
+
+    from agentlab.viz.states import PERCENTILE_COLORS, STATE_COLORS
+    xs = {"read_url": [50.0] * 9 + [300.0], "web_search": [50.0, 300.0], "write_file": [300.0]}
+    fig = plot_tool_percentiles(xs)
+    fig.canvas.draw()
+    ax = fig.axes[0]
+    assert [to_hex(p.get_facecolor()) for p in ax.patches[::3]] == list(PERCENTILE_COLORS.values())
+    legend = ax.get_legend().get_window_extent()
+    assert not any(legend.overlaps(p.get_window_extent()) for p in ax.patches)
+    fig = plot_throughput([0.0, 0.5, 1.2, 1.4, 1.6, 3.0], events={"worker killed": 1.5})
+    fig.canvas.draw()
+    ax = fig.axes[0]
+    assert {to_hex(p.get_facecolor()) for p in ax.patches} == {STATE_COLORS["ok"]}
+    label = ax.texts[0].get_window_extent()
+    assert not any(label.overlaps(p.get_window_extent()) for p in ax.patches)
