@@ -539,3 +539,4 @@ def test_the_server_extension_prunes_a_notebook_saved_through_jupyter_server(tmp
     finally:
         proc.terminate()
         proc.wait(timeout=20)
+
