@@ -510,3 +510,11 @@ def test_00_12_trace_row_labels_are_readable_and_clear_of_the_bars():
     left = ax.get_window_extent().x0
     assert all(t.get_window_extent().x1 < left for t in rows)
     assert overlapping_texts(fig) == []
+
+
+def test_07_a_long_title_clears_the_legend_above_the_bars():
+    rows = [{"turn": 1, "first_token_ms": 82.0, "total_ms": 143.0},
+            {"turn": 2, "first_token_ms": 81.0, "total_ms": 140.0}]
+    fig = viz.plot_stream_timing(rows, title="Time to first text vs the whole call (latency "
+                                             "scaled x0.2)")
+    assert overlapping_texts(fig, min_px2=0.0) == []
