@@ -184,3 +184,31 @@ def test_a_fleet_left_open_is_stopped_when_the_interpreter_exits(tmp_path):
             return f.read().split(")")[-1].split()[0] == "Z"
 
     assert len(pids) == 2 and all(gone(p) for p in pids)
+
+
+def test_a_fleet_whose_owner_is_killed_outright_is_stopped_by_its_guard(tmp_path):
+    # nbval shuts a kernel down with SIGKILL: no atexit runs, the guard process stops the fleet
+    import os
+    import signal
+    import subprocess
+    import sys
+    code = ("import os, signal\n"
+            "from agentlab.fleet.local import LocalFleet\n"
+            f"lf = LocalFleet(workers=1, fleet_dir={str(tmp_path)!r})\n"
+            "print(lf.redis.process.pid, lf.workers[0].proc.pid, flush=True)\n"
+            "os.kill(os.getpid(), signal.SIGKILL)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == -signal.SIGKILL, out.stderr[-2000:]
+    pids = [int(p) for p in out.stdout.split()]
+
+    def gone(pid):
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        with open(f"/proc/{pid}/stat") as f:  # a zombie waiting for init has stopped too
+            return f.read().split(")")[-1].split()[0] == "Z"
+
+    assert len(pids) == 2
+    wait_for(lambda: all(gone(p) for p in pids), timeout_s=15)
