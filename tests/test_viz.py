@@ -518,3 +518,16 @@ def test_07_a_long_title_clears_the_legend_above_the_bars():
     fig = viz.plot_stream_timing(rows, title="Time to first text vs the whole call (latency "
                                              "scaled x0.2)")
     assert overlapping_texts(fig, min_px2=0.0) == []
+
+
+@pytest.mark.parametrize("dpi", [72, 80, 90, 100, 150])
+def test_03_gantt_bar_labels_end_inside_the_axes_at_any_dpi(dpi):
+    # the widget draws at 90 dpi and its snapshot at 80: "(then ran on)" was cut at the edge
+    rows = [{"name": "stuck #b", "segments": [(0, 350, "timed_out"), (350, 1200, "abandoned")]},
+            {"name": "fetch #a", "segments": [(0, 60, "ok")]}]
+    fig = viz.plot_call_gantt({"parallel (agentlab)": rows}, timeout_ms=350,
+                              done_ms={"parallel (agentlab)": 351}, figsize=(7.5, 2.6))
+    fig.set_dpi(dpi)
+    fig.canvas.draw()
+    ax = fig.axes[0]
+    assert max(t.get_window_extent().x1 for t in ax.texts) < ax.get_window_extent().x1

@@ -96,8 +96,11 @@ def _fit_labels(fig, axes) -> None:
     the right edge is cut off in a picture the size of the figure, e.g. a widget snapshot)."""
     for _ in range(4):
         fig.canvas.draw()
-        over = max((t.get_window_extent().x1 - ax.get_window_extent().x1 + 8
-                    for ax in axes for t in ax.texts), default=0.0)
+        # a margin of 4 % of the axes: text widths do not scale exactly with the DPI, and the
+        # widget draws at another DPI than this one
+        over = max((t.get_window_extent().x1 - ax.get_window_extent().x1
+                    + 0.04 * ax.get_window_extent().width for ax in axes for t in ax.texts),
+                   default=0.0)
         if over <= 0:
             return
         ax = axes[-1]
