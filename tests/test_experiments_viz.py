@@ -63,8 +63,9 @@ def test_sweep_summary_plots_each_metric_against_the_setting(results):
     summary["strategy"] = [0, 1]
     fig = viz.plot_sweep_summary(summary, "strategy", ["sim_makespan_ms", "success"])
     _, labels = _labels(fig)
-    assert labels == [("strategy", "mean sim_makespan_ms (ms)"),
-                      ("strategy", "mean success (share of runs)")]
+    # one x label under both panels (one each overprinted the neighbour's): the figure's
+    assert fig._supxlabel.get_text() == "strategy"
+    assert labels == [("", "mean sim_makespan_ms (ms)"), ("", "mean success (share of runs)")]
 
 
 def test_importing_experiments_and_the_cli_loads_no_data_stack():
@@ -106,13 +107,13 @@ def _drawn_overlaps(fig):
 
 
 def test_overlapping_x_tick_labels_are_rotated_apart():
-    from agentlab.viz.experiments import _unoverlap_xticks
+    from agentlab.viz.labels import spread_xticks
 
     fig, ax = plt.subplots(figsize=(3, 2.5))
     ax.plot(range(6), range(6))
     ax.set_xticks(range(6), [f"threshold {v}" for v in range(6)])
     assert _drawn_overlaps(fig)  # the case this guards against is really there
-    _unoverlap_xticks(fig)
+    spread_xticks(fig)
     assert _drawn_overlaps(fig) == []
     plt.close(fig)
 
@@ -126,6 +127,10 @@ def test_sweep_summary_legend_has_no_entry_without_a_drawing():
     legend = [t.get_text() for t in ax.get_legend().get_texts()]
     assert "95% interval" not in legend  # no finite band anywhere: nothing to stand for
     summary["tokens_high"] = [12.0, 25.0]
-    ax = viz.plot_sweep_summary(summary, "t", ["tokens"]).axes[0]
-    band = next(c for c in ax.collections if c.get_label() == "95% interval")
-    assert any(len(p.vertices) > 2 for p in band.get_paths())  # the entry has a drawn band
+    fig = viz.plot_sweep_summary(summary, "t", ["tokens"])
+    ax = fig.axes[0]
+    (whiskers,) = [c for c in ax.containers if c.get_label() == "95% interval"]
+    assert len(whiskers.lines[2][0].get_segments()) == 2  # the entry stands for drawn whiskers
+    assert any(len(p.vertices) > 2 for p in ax.collections[0].get_paths())  # and a band
+    from agentlab.viz.labels import legend_without_artist
+    assert legend_without_artist(fig) == []

@@ -160,3 +160,55 @@ def test_a_holder_that_loses_its_lease_stops_writes_nothing_and_the_run_moves_on
     assert f.ledger.steps_twice(run_id) == []
     first = {s["token"] for s in f.ledger.steps(run_id)}
     assert len(first) == 2
+
+
+def test_a_fleet_left_open_is_stopped_when_the_interpreter_exits(tmp_path):
+    # notebook 13 leaves its fleet up after Run All (for its controls); the kernel's exit stops it
+    import os
+    import subprocess
+    import sys
+    code = ("from agentlab.fleet.local import LocalFleet\n"
+            f"lf = LocalFleet(workers=1, fleet_dir={str(tmp_path)!r})\n"
+            "print(lf.redis.process.pid, lf.workers[0].proc.pid, flush=True)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    pids = [int(p) for p in out.stdout.split()]
+
+    def gone(pid):
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        with open(f"/proc/{pid}/stat") as f:  # an unreaped zombie has stopped too
+            return f.read().split(")")[-1].split()[0] == "Z"
+
+    assert len(pids) == 2 and all(gone(p) for p in pids)
+
+
+def test_a_fleet_whose_owner_is_killed_outright_is_stopped_by_its_guard(tmp_path):
+    # nbval shuts a kernel down with SIGKILL: no atexit runs, the guard process stops the fleet
+    import os
+    import signal
+    import subprocess
+    import sys
+    code = ("import os, signal\n"
+            "from agentlab.fleet.local import LocalFleet\n"
+            f"lf = LocalFleet(workers=1, fleet_dir={str(tmp_path)!r})\n"
+            "print(lf.redis.process.pid, lf.workers[0].proc.pid, flush=True)\n"
+            "os.kill(os.getpid(), signal.SIGKILL)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == -signal.SIGKILL, out.stderr[-2000:]
+    pids = [int(p) for p in out.stdout.split()]
+
+    def gone(pid):
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        with open(f"/proc/{pid}/stat") as f:  # a zombie waiting for init has stopped too
+            return f.read().split(")")[-1].split()[0] == "Z"
+
+    assert len(pids) == 2
+    wait_for(lambda: all(gone(p) for p in pids), timeout_s=15)

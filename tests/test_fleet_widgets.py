@@ -68,3 +68,70 @@ def test_percentiles_match_numpy_and_throughput_bins_count_every_run():
     assert edges[0] == 0.0 and sum(counts) == 4 and counts[0] == 2
     assert plot_throughput([1.0, 2.0], events={"kill": 1.5}).axes[0].get_title() == "fleet throughput"
     assert len(plot_tool_percentiles({"a": [1, 2, 3]}).axes[0].patches) == 3
+
+
+class _StoppableFleet:
+    """A fleet handle whose Redis goes away on ``stop()`` (what ``LocalFleet.close()`` does)."""
+
+    def __init__(self, records):
+        self.records, self.stopped = {r["run_id"]: r for r in records}, False
+
+    def show(self, run_id):
+        if self.stopped:
+            raise ConnectionError("Error 111 connecting to 127.0.0.1:6390. Connection refused.")
+        return self.records[run_id]
+
+    def approve(self, run_id):
+        self.show(run_id)
+
+
+def _rec(run_id, state):
+    return {"run_id": run_id, "state": state, "attempts": 1, "worker": "w1@h",
+            "result": {"turns": 6} if state == "finished" else None, "pending": []}
+
+
+def test_the_show_menu_keeps_filtering_what_it_read_after_the_fleet_stopped():
+    fleet = _StoppableFleet([_rec("run-aaaaaaaaaaaa1", "finished"),
+                             _rec("run-bbbbbbbbbbbb2", "cancelled")])
+    panel = fleet_table(fleet, list(fleet.records), refresh_s=60)
+    show, status = panel.children[0].children
+    fleet.stopped = True
+    show.value = "cancelled"
+    table = panel.children[1].value
+    assert "run-bbbbbbbb" in table and "run-aaaaaaaa" not in table
+    assert "all runs: cancelled: 1  finished: 1" in table
+    assert "does not answer" in status.value and "as last read" in status.value
+    show.value = "finished"
+    assert "run-aaaaaaaa" in panel.children[1].value and "run-bbbbbbbb" not in panel.children[1].value
+
+
+def test_the_approval_panel_shows_the_last_record_and_refuses_a_decision_once_stopped():
+    paused = {**_rec("run-cccccccccccc3", "paused"), "pending": [
+        {"call_id": "c1", "tool": "write_file", "arguments": {"filename": "r.md"}}]}
+    fleet = _StoppableFleet([paused])
+    panel = approval_panel(fleet, paused["run_id"])
+    approve, reject = panel.children[0].children
+    fleet.stopped = True
+    approve.click()
+    assert "waits for approval: write_file(filename='r.md')" in panel.text
+    assert "ConnectionError" in panel.text and "as last read" in panel.text
+    assert approve.disabled and reject.disabled
+
+
+def test_the_fleet_plots_use_the_package_colours_and_no_legend_or_label_covers_a_bar():
+    from matplotlib.colors import to_hex
+
+    from agentlab.viz.states import PERCENTILE_COLORS, STATE_COLORS
+    xs = {"read_url": [50.0] * 9 + [300.0], "web_search": [50.0, 300.0], "write_file": [300.0]}
+    fig = plot_tool_percentiles(xs)
+    fig.canvas.draw()
+    ax = fig.axes[0]
+    assert [to_hex(p.get_facecolor()) for p in ax.patches[::3]] == list(PERCENTILE_COLORS.values())
+    legend = ax.get_legend().get_window_extent()
+    assert not any(legend.overlaps(p.get_window_extent()) for p in ax.patches)
+    fig = plot_throughput([0.0, 0.5, 1.2, 1.4, 1.6, 3.0], events={"worker killed": 1.5})
+    fig.canvas.draw()
+    ax = fig.axes[0]
+    assert {to_hex(p.get_facecolor()) for p in ax.patches} == {STATE_COLORS["ok"]}
+    label = ax.texts[0].get_window_extent()
+    assert not any(label.overlaps(p.get_window_extent()) for p in ax.patches)

@@ -30,6 +30,7 @@ from agentlab.sim.tool_latency import LogNormal, replay  # noqa: E402
 from agentlab.timeouts import AdaptiveTimeoutManager  # noqa: E402
 from agentlab.timetravel import Revision  # noqa: E402
 from agentlab.tools import ToolRegistry  # noqa: E402
+from agentlab.viz.labels import legend_without_artist, overlapping_texts  # noqa: E402
 
 DEPS = {"search": [], "read1": ["search"], "read2": ["search"], "sum": ["read1", "read2"]}
 DUR = {"search": 200, "read1": 100, "read2": 400, "sum": 100}
@@ -205,7 +206,8 @@ def test_plot_is_a_labelled_figure_with_units(name):
         ax.get_title(loc) for ax in fig.axes for loc in ("left", "center", "right")]
     assert any(t.strip() for t in titles), f"{name}: no title"
     fig.canvas.draw()
-    shared_xlabel = next((a.get_xlabel() for a in fig.axes if a.get_xlabel()), "")
+    shared_xlabel = next((a.get_xlabel() for a in fig.axes if a.get_xlabel()),
+                         fig._supxlabel.get_text() if fig._supxlabel else "")
     for ax in axes:
         xlabel = ax.get_xlabel() or shared_xlabel   # stacked panels: on the bottom one
         assert xlabel, f"{name}: an axis without an x label"
@@ -417,3 +419,115 @@ def test_trace_and_latency_row_labels_are_readable_and_apart():
         assert labels and min(t.get_fontsize() for t in labels) >= 9
         boxes = sorted((t.get_window_extent() for t in labels), key=lambda b: b.y0)
         assert all(a.y1 <= b.y0 + 0.5 for a, b in zip(boxes, boxes[1:]))  # no overlap
+
+
+# -- issue 24: labels that overprint, legend entries with nothing drawn ------------------------
+
+@pytest.mark.parametrize("name", sorted(SAMPLES))
+def test_no_two_drawn_texts_overlap(name):
+    """Tick labels in view, axis labels, titles, annotations and legend entries, as drawn."""
+    assert overlapping_texts(SAMPLES[name]()) == []
+
+
+@pytest.mark.parametrize("name", sorted(SAMPLES))
+def test_every_legend_entry_has_something_drawn_for_it(name):
+    assert legend_without_artist(SAMPLES[name]()) == []
+
+
+def test_the_checks_see_an_overprint_and_an_empty_legend_entry():
+    fig, ax = plt.subplots()
+    ax.text(0.5, 0.5, "first label")
+    ax.text(0.52, 0.5, "second label")
+    ax.fill_between([0, 1], [0, 0], [float("inf")] * 2, label="band")  # nothing drawn
+    ax.plot([0, 1], [0, 1], label="line")
+    ax.legend()
+    assert overlapping_texts(fig) == [("first label", "second label")]
+    assert legend_without_artist(fig) == ["band"]
+
+
+def test_14_a_lone_finite_interval_is_drawn_and_the_swept_values_label_one_shared_axis():
+    import pandas as pd
+    summary = pd.DataFrame({"threshold": [0.6, 0.9], "tokens": [13835.0, 10869.0],
+                            "tokens_low": [11873.8, 5210.97],
+                            "tokens_high": [15796.2, float("inf")]})
+    fig = viz.plot_sweep_summary(summary, "threshold", ["tokens", "tokens"],
+                                 xlabel="threshold (share of token budget)")
+    ax = fig.axes[0]
+    whiskers = [c for c in ax.containers if c.get_label() == "95% interval"]
+    assert len(whiskers) == 1  # the 0.6 interval, with no finite neighbour to make a band
+    (segments,) = [c.get_segments() for c in whiskers[0].lines[2]]
+    assert [tuple(map(float, p)) for p in segments[0]] == [(0.6, 11873.8), (0.6, 15796.2)]
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["0.6", "0.9"]
+    assert fig._supxlabel.get_text() == "threshold (share of token budget)"
+    assert not any(a.get_xlabel() for a in fig.axes)
+    assert overlapping_texts(fig) == [] and legend_without_artist(fig) == []
+
+
+def test_14_long_tick_labels_are_turned_until_they_clear():
+    import pandas as pd
+    xs = [0.5 + 0.05 * i for i in range(11)]
+    summary = pd.DataFrame({"x": xs, "m": xs, "m_low": xs, "m_high": xs})
+    fig = viz.plot_sweep_summary(summary, "x", ["m", "m", "m"], figsize=(6, 3))
+    assert overlapping_texts(fig) == []
+
+
+def test_04_compression_labels_never_overprint_with_many_compressions():
+    mm = MessageManager("You are a researcher.", max_tokens=6000)
+    for m in synthetic_history(150, seed=1):
+        mm.append(m)
+    assert len(mm.compressions) > 30  # the notebook's case: 33 bars in 7.5 inches
+    fig = viz.plot_compression(mm.compressions, threshold=mm.threshold_tokens)
+    assert overlapping_texts(fig) == []
+    assert {t.get_fontsize() for t in fig.axes[0].texts} == {8.0}
+
+
+@pytest.mark.parametrize("crash_kib", [None, 4, 19])
+def test_05_crash_labels_clear_the_kill_line_and_each_other(crash_kib):
+    kill = crash_kib * 1024 if crash_kib else None
+    torn = dict(outcome="torn", file_bytes=kill) if kill else dict(outcome="new value",
+                                                                  file_bytes=20496)
+    rows = [{"store": "naive (write_text)", "new_bytes": 20496, "tmp_bytes": 0,
+             "limit_bytes": kill, **torn},
+            {"store": "agentlab (temp + rename)", "new_bytes": 20496, "limit_bytes": kill,
+             "outcome": "old value" if kill else "new value",
+             "file_bytes": 25 if kill else 20496, "tmp_bytes": kill or 0}]
+    fig = viz.plot_crash_writes(rows)
+    assert overlapping_texts(fig) == []
+    ax = fig.axes[0]
+    for text in ax.texts:  # beside the axes, so over no bar and no line
+        assert text.get_window_extent().x0 >= ax.get_window_extent().x1
+    labels = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert ("value file, torn" in labels) == bool(kill)
+
+
+def test_00_12_trace_row_labels_are_readable_and_clear_of_the_bars():
+    fig = viz.plot_trace(_observer())
+    fig.canvas.draw()
+    ax = fig.axes[0]
+    rows = [t for t in ax.texts]
+    assert [t.get_text() for t in rows if t.get_text().startswith("turn")] == ["turn 1", "turn 2"]
+    assert min(t.get_fontsize() for t in rows) >= 9
+    left = ax.get_window_extent().x0
+    assert all(t.get_window_extent().x1 < left for t in rows)
+    assert overlapping_texts(fig) == []
+
+
+def test_07_a_long_title_clears_the_legend_above_the_bars():
+    rows = [{"turn": 1, "first_token_ms": 82.0, "total_ms": 143.0},
+            {"turn": 2, "first_token_ms": 81.0, "total_ms": 140.0}]
+    fig = viz.plot_stream_timing(rows, title="Time to first text vs the whole call (latency "
+                                             "scaled x0.2)")
+    assert overlapping_texts(fig, min_px2=0.0) == []
+
+
+@pytest.mark.parametrize("dpi", [72, 80, 90, 100, 150])
+def test_03_gantt_bar_labels_end_inside_the_axes_at_any_dpi(dpi):
+    # the widget draws at 90 dpi and its snapshot at 80: "(then ran on)" was cut at the edge
+    rows = [{"name": "stuck #b", "segments": [(0, 350, "timed_out"), (350, 1200, "abandoned")]},
+            {"name": "fetch #a", "segments": [(0, 60, "ok")]}]
+    fig = viz.plot_call_gantt({"parallel (agentlab)": rows}, timeout_ms=350,
+                              done_ms={"parallel (agentlab)": 351}, figsize=(7.5, 2.6))
+    fig.set_dpi(dpi)
+    fig.canvas.draw()
+    ax = fig.axes[0]
+    assert max(t.get_window_extent().x1 for t in ax.texts) < ax.get_window_extent().x1

@@ -495,7 +495,7 @@ def test_13_controls_say_when_the_fleet_was_stopped_instead_of_failing_silently(
     assert "waits for approval: write_file" in panel.text
     fleet.stopped = True
     control(panel, w.Button, "Approve").click()
-    assert "it was probably stopped: run the cells that start it" in panel.text
+    assert "it was probably stopped. Shown: the records as last read" in panel.text
 
 
 def test_the_server_extension_prunes_a_notebook_saved_through_jupyter_server(tmp_path):
@@ -542,3 +542,4 @@ def test_the_server_extension_prunes_a_notebook_saved_through_jupyter_server(tmp
     finally:
         proc.terminate()
         proc.wait(timeout=20)
+

@@ -12,9 +12,15 @@ fleet and leaves nothing behind. Following ``../shared/FLEET_NOTES.md``:
     with LocalFleet(workers=2) as lf:
         run_id = lf.fleet.submit("Research asyncio")
         lf.fleet.wait(run_id)
+
+Without ``with``, ``close()`` also runs when the interpreter exits (``atexit``; in a notebook:
+when the kernel shuts down or restarts), so a notebook can leave its fleet up after Run All
+for the controls to keep using, and still leave nothing behind. A process killed outright runs
+no ``atexit``: then a guard process (``guard.py``) stops the workers and Redis it started.
 """
 from __future__ import annotations
 
+import atexit
 import os
 import signal
 import subprocess
@@ -27,6 +33,7 @@ from typing import Any
 from ..errors import ConfigError
 from .app import FleetConfig, fleet_prefix
 from .control import Fleet
+from .guard import FleetGuard
 from .server import RedisServer
 
 __all__ = ["WorkerProcess", "LocalFleet", "worker_args", "FLEET_APP"]
@@ -65,8 +72,9 @@ class WorkerProcess:
     def __init__(self, cfg: FleetConfig, name: str, *, concurrency: int = 1,
                  pool: str = "prefork", log_dir: str | os.PathLike | None = None,
                  extra_env: dict | None = None, app: str = FLEET_APP,
-                 queue: str = "agentlab") -> None:
+                 queue: str = "agentlab", guard: FleetGuard | None = None) -> None:
         self.cfg, self.name, self.concurrency, self.pool = cfg, name, concurrency, pool
+        self.guard = guard  # told about every start and stop of the worker's process group
         self.app, self.queue = app, queue
         self.log_path = Path(log_dir or tempfile.mkdtemp(prefix="agentlab-worker-")) / f"{name}.log"
         self.extra_env = dict(extra_env or {})
@@ -81,6 +89,8 @@ class WorkerProcess:
         self._offset = self.log_path.stat().st_size
         self.proc = subprocess.Popen(cmd, env=env, stdout=self._log, stderr=subprocess.STDOUT,
                                      start_new_session=True)
+        if self.guard is not None:
+            self.guard.watch(self.proc.pid)
         return self
 
     def log(self) -> str:
@@ -111,6 +121,8 @@ class WorkerProcess:
                 pass
             self.proc.wait()
             self._log.close()
+            if self.guard is not None:
+                self.guard.forget(self.proc.pid)
 
     def restart(self) -> "WorkerProcess":
         self.kill()
@@ -120,6 +132,8 @@ class WorkerProcess:
         if self.proc is not None:
             _stop_group(self.proc, timeout_s)
             self._log.close()
+            if self.guard is not None:
+                self.guard.forget(self.proc.pid)
 
 
 class LocalFleet:
@@ -135,7 +149,18 @@ class LocalFleet:
                  wait: bool = True, appendonly: bool = False,
                  reaper_interval_s: float = 0.5, tools: str | None = None,
                  extra_env: dict | None = None) -> None:
-        self.redis = None if redis_url else RedisServer.start(appendonly=appendonly)
+        self.closed = False
+        self.guard = FleetGuard()  # stops what this starts if this process is killed outright
+        self.redis = None
+        if not redis_url:
+            try:
+                self.redis = RedisServer.start(appendonly=appendonly)
+            except BaseException:
+                self.guard.close()
+                raise
+            self.redis.guard = self.guard
+            self.guard.watch(self.redis.process.pid)  # its own session: pid == process group
+        atexit.register(self.close)  # in a notebook: at kernel shutdown, if no cell closed it
         self.dir = Path(fleet_dir or tempfile.mkdtemp(prefix="agentlab-fleet-"))
         self.dir.mkdir(parents=True, exist_ok=True)
         url = redis_url or self.redis.url
@@ -151,7 +176,7 @@ class LocalFleet:
             for i in range(workers):
                 self.workers.append(WorkerProcess(self.cfg, f"w{i + 1}", concurrency=concurrency,
                                                   pool=pool, log_dir=self.dir,
-                                                  extra_env=self.worker_env))
+                                                  extra_env=self.worker_env, guard=self.guard))
             for w in self.workers if wait else ():
                 w.wait_ready()
             self.fleet = Fleet(self.cfg)
@@ -161,15 +186,28 @@ class LocalFleet:
 
     def add_worker(self, **options: Any) -> WorkerProcess:
         options.setdefault("extra_env", self.worker_env)
+        options.setdefault("guard", self.guard)
         w = WorkerProcess(self.cfg, f"w{len(self.workers) + 1}", log_dir=self.dir, **options)
         self.workers.append(w)
         return w.wait_ready()
 
     def close(self) -> None:
+        """Stop the workers and the Redis server; a second call does nothing."""
+        if self.closed:
+            return
+        self.closed = True
+        atexit.unregister(self.close)
+        for w in self.workers:  # all at once: a kernel's shutdown waits only a few seconds
+            if w.alive:
+                try:
+                    os.killpg(w.proc.pid, signal.SIGTERM)
+                except ProcessLookupError:
+                    pass
         for w in self.workers:
             w.stop()
         if self.redis is not None:
             self.redis.stop()
+        self.guard.close()
 
     def __enter__(self) -> "LocalFleet":
         return self

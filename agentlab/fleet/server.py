@@ -57,6 +57,8 @@ class RedisServer:
         self.workdir = workdir
         self.binary, self.appendonly = binary, appendonly
         self.url = f"redis://127.0.0.1:{port}/0"
+        #: a ``FleetGuard`` told about restarts (``LocalFleet`` sets it), or None
+        self.guard = None
 
     @classmethod
     def start(cls, port: int | None = None, *, binary: str | None = None,
@@ -131,6 +133,8 @@ class RedisServer:
         if self.process.poll() is None:
             self.process.kill()
             self.process.wait()
+        if self.guard is not None:
+            self.guard.forget(self.process.pid)
 
     def restart(self, timeout_s: float = 10.0) -> "RedisServer":
         """Start the server again on the same port and folder (after ``kill()``)."""
@@ -140,6 +144,8 @@ class RedisServer:
                                  appendonly=self.appendonly)
             if again is not None:
                 self.process = again.process
+                if self.guard is not None:
+                    self.guard.watch(self.process.pid)
                 return self
             time.sleep(0.1)
         raise ConfigError("redis_server_failed", f"port {self.port} stayed taken after a restart")
@@ -153,6 +159,8 @@ class RedisServer:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
+        if self.guard is not None:
+            self.guard.forget(self.process.pid)
         shutil.rmtree(self.workdir, ignore_errors=True)
 
     def __enter__(self) -> "RedisServer":

@@ -87,7 +87,26 @@ def plot_call_gantt(panels: Mapping[str, Sequence[Mapping]], *, timeout_ms: floa
                frameon=False)
     fig.suptitle(title or "Tool calls over time", fontsize=10)
     fig.tight_layout(rect=(0, 0.05, 1, 1))
+    _fit_labels(fig, axes[:, 0])
     return fig
+
+
+def _fit_labels(fig, axes) -> None:
+    """Widen the shared time axis until every bar's label ends inside its axes (a label past
+    the right edge is cut off in a picture the size of the figure, e.g. a widget snapshot)."""
+    for _ in range(4):
+        fig.canvas.draw()
+        # a margin of 4 % of the axes: text widths do not scale exactly with the DPI, and the
+        # widget draws at another DPI than this one
+        over = max((t.get_window_extent().x1 - ax.get_window_extent().x1
+                    + 0.04 * ax.get_window_extent().width for ax in axes for t in ax.texts),
+                   default=0.0)
+        if over <= 0:
+            return
+        ax = axes[-1]
+        x0, x1 = ax.get_xlim()
+        width_px = ax.get_window_extent().width
+        ax.set_xlim(x0, x1 + over / width_px * (x1 - x0) * 1.1)
 
 
 def plot_tool_gantt(runs: Mapping[str, Sequence], *, timeout_s: float | None = None,

@@ -10,6 +10,8 @@ from __future__ import annotations
 import math
 from typing import Any, Sequence
 
+from .labels import spread_xticks
+
 __all__ = ["plot_percentile_bars", "plot_latency_ecdf", "plot_paired_comparison",
            "plot_sweep_summary", "plot_coverage"]
 
@@ -178,7 +180,7 @@ def plot_paired_comparison(results: Any, metric: str, a: str, b: str, *,
     right.legend(fontsize=7, loc="upper right")
     fig.suptitle(title or f"{metric}: {b} vs {a}", fontsize=10)
     fig.tight_layout()
-    _unoverlap_xticks(fig)  # long config names under a narrow panel
+    spread_xticks(fig)  # long configuration names under a narrow panel
     plt.close(fig)
     return fig
 
@@ -200,44 +202,42 @@ def plot_sweep_summary(summary: Any, x: str, metrics: Sequence[str], *,
 
     data = summary.sort_values(x)
     fig, axes = plt.subplots(1, len(metrics), squeeze=False,
-                             figsize=figsize or (3.4 * len(metrics) + 0.4, 3.2))
+                             figsize=figsize or (3.4 * len(metrics) + 0.4, 3.4))
+    xs = data[x].to_numpy(float)
     for i, (ax, m) in enumerate(zip(axes[0], metrics)):
         color = _COLORS[i % len(_COLORS)]
-        ax.plot(data[x], data[m], "o-", color=color)
+        v = data[m].to_numpy(float)
         low, high = data[f"{m}_low"].astype(float), data[f"{m}_high"].astype(float)
         both = np.isfinite(low.to_numpy()) & np.isfinite(high.to_numpy())
-        # label the band only where it is drawn: a legend entry needs a visible artist
-        ax.fill_between(data[x], low, high, where=both, color=color, alpha=0.2,
-                        label="95% interval" if both.any() else None)
+        ax.plot(xs, v, "o-", color=color)
+        # every interval with two ends is a whisker (seen even with no neighbour) and a band
+        # between neighbours that have one; the legend entry belongs to the whiskers
+        ax.fill_between(xs, low, high, where=both, color=color, alpha=0.15, lw=0)
+        if both.any():
+            err = np.clip([v[both] - low[both], high[both] - v[both]], 0, None)
+            ax.errorbar(xs[both], v[both], yerr=err, fmt="none", ecolor=color, capsize=3,
+                        lw=1, label="95% interval")
         _open_ends(ax, data[x], low, high, color)
-        ax.set_xlabel(xlabel or x, fontsize=8)
-        ax.set_ylabel(f"mean {m} ({_unit(m)})", fontsize=8)
+        if len(xs) <= 12:
+            ax.set_xticks(xs)  # the values swept, and only those
         ax.tick_params(labelsize=8)
-        ax.legend(fontsize=7)
+        ax.set_ylabel(f"mean {m} ({_unit(m)})", fontsize=8)
+        handles, labels = ax.get_legend_handles_labels()
+        if handles:
+            order = sorted(range(len(labels)), key=lambda k: labels[k] != "95% interval")
+            ax.legend([handles[k] for k in order], [labels[k] for k in order], fontsize=7, loc="lower left", bbox_to_anchor=(0.0, 1.0), ncol=2,
+                      frameon=False, borderaxespad=0.2)  # above the panel: covers no data
+    # one x label for the panels side by side (each its own overprinted its neighbour's)
+    if len(metrics) > 1:
+        fig.supxlabel(xlabel or x, fontsize=9)
+    else:
+        axes[0, 0].set_xlabel(xlabel or x, fontsize=9)
     fig.suptitle(title or f"{', '.join(metrics)} against {x}", fontsize=10)
     fig.tight_layout()
-    _unoverlap_xticks(fig)
+    spread_xticks(fig)
+    fig.tight_layout()
     plt.close(fig)
     return fig
-
-
-def _unoverlap_xticks(fig: Any) -> None:
-    """Turn the x tick labels of any panel whose labels overlap once drawn: upright (90 deg)
-    when their boxes still overlap at 45 deg, then re-lay out the figure."""
-    def overlapping(ax: Any) -> bool:
-        boxes = [t.get_window_extent() for t in ax.get_xticklabels() if t.get_text()]
-        return any(a.overlaps(b) for a, b in zip(boxes, boxes[1:]))
-
-    fig.canvas.draw()
-    for ax in fig.axes:
-        for angle in (45, 90):
-            if not overlapping(ax):
-                break
-            ax.tick_params(axis="x", labelrotation=angle)
-            for t in ax.get_xticklabels():
-                t.set_horizontalalignment("right" if angle < 90 else "center")
-            fig.tight_layout()
-            fig.canvas.draw()
 
 
 def _open_ends(ax: Any, xs: Any, low: Any, high: Any, color: str) -> None:
@@ -251,15 +251,16 @@ def _open_ends(ax: Any, xs: Any, low: Any, high: Any, color: str) -> None:
     y0, y1 = ax.get_ylim()
     span = float(np.ptp(np.asarray(xs, dtype=float))) or 1.0
     half = 0.02 * span  # the band's half-width: 2 % of the x range
+    label = "no bound (open end)"
     for mask, edge, other, sign in ((top, y1, low, 1), (bottom, y0, high, -1)):
         for xv, o in zip(np.asarray(xs)[mask], np.asarray(other, dtype=float)[mask]):
             start = o if np.isfinite(o) else (y0 if sign > 0 else y1)
             ax.fill_between([xv - half, xv + half], start, edge, color=color, alpha=0.15,
-                            hatch="//", edgecolor=color, linewidth=0)
+                            hatch="//", edgecolor=color, linewidth=0, label=label)
+            label = None  # one legend entry, on a band that is drawn
             ax.annotate("", xy=(xv, edge), xytext=(xv, edge - sign * 0.08 * (y1 - y0)),
                         arrowprops={"arrowstyle": "->", "color": color, "linestyle": "--"})
     ax.set_ylim(y0, y1)
-    ax.plot([], [], color=color, linestyle="--", label="no bound (open end)")
 
 
 def plot_coverage(rows: Sequence[dict], *, q: float = 99, confidence: float = 0.95,

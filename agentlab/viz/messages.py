@@ -4,6 +4,7 @@ from __future__ import annotations
 from typing import Mapping, Sequence
 
 from ..errors import ConfigError
+from .labels import turn_if_crowded
 from .states import TOKEN_COLORS
 
 __all__ = ["plot_token_usage", "plot_compression", "plot_append_cost", "plot_survivors",
@@ -65,7 +66,7 @@ def plot_token_usage(tokens: Sequence[int] | Mapping[str, Sequence[int]], *,
     handles, _ = ax.get_legend_handles_labels()
     ax.legend(fontsize=7, loc="lower right", bbox_to_anchor=(1.0, 1.0), ncol=min(len(handles), 5),
               frameon=False)
-    ax.set_title(title or "Prompt size over a run", fontsize=10, loc="left", pad=16)
+    ax.set_title(title or "Prompt size over a run", fontsize=10, loc="left", pad=18)
     fig.tight_layout()
     return fig
 
@@ -89,15 +90,20 @@ def plot_compression(records: Sequence, *, threshold: int | None = None,
            label="tokens after")
     if threshold is not None:
         ax.axhline(threshold, color="#c62828", ls="--", lw=1, label=f"threshold ({threshold:,})")
-    for x, r in zip(xs, records):
-        tag = f"-{r.messages_removed}" if r.messages_removed else "trunc."
-        ax.annotate(tag, (x, r.tokens_before), ha="center", va="bottom", fontsize=7)
+    tags = [ax.annotate(f"-{r.messages_removed}" if r.messages_removed else "trunc.",
+                        (x, r.tokens_before), xytext=(0, 2), textcoords="offset points",
+                        ha="center", va="bottom", fontsize=8)
+            for x, r in zip(xs, records)]
     ax.set_xlabel("compression # (label: messages removed)")
     ax.set_ylabel("prompt tokens")
-    ax.set_ylim(0, max([r.tokens_before for r in records], default=1) * 1.12)
+    peak = max([r.tokens_before for r in records], default=1)
+    ax.set_ylim(0, peak * 1.12)
     ax.legend(fontsize=7, loc="lower right", bbox_to_anchor=(1.0, 1.0), ncol=3, frameon=False)
     ax.set_title(title or "What each compression did", fontsize=10, loc="left", pad=12)
     fig.tight_layout()
+    if turn_if_crowded(tags):  # many compressions: side by side the labels overprint
+        ax.set_ylim(0, peak * 1.22)
+        fig.tight_layout()
     return fig
 
 

@@ -59,6 +59,28 @@ def _tree_order(spans: list) -> list[tuple[Any, int]]:
     return out
 
 
+_ROW_FONT_PT = 9  # row labels of the waterfall: readable at the notebook's width
+
+
+def _row_label(span: Any) -> str:
+    """A row's name: a turn with its number ("turn 3"), others by name, cut at 30 characters."""
+    name = span.name
+    number = span.attributes.get("agentlab.turn", span.attributes.get("turn"))
+    if span.kind == "turn" and name == "turn" and number is not None:
+        name = f"turn {number}"
+    return name if len(name) <= 30 else name[:29] + "…"
+
+
+def _fit_left_margin(fig: Any, labels: list) -> None:
+    """Move the axes' left edge just right of the widest row label (measured once drawn), so
+    that no label runs into the bars whatever its length and font size."""
+    fig.canvas.draw()
+    right_px = max((t.get_window_extent().x1 for t in labels), default=0.0)
+    pos = fig.axes[0].get_position()
+    left = min((right_px + 0.12 * fig.dpi) / (fig.get_figwidth() * fig.dpi), 0.6)
+    fig.axes[0].set_position([left, pos.y0, pos.x1 - left, pos.height])
+
+
 def plot_trace(source: Any, *, title: str | None = None, max_spans: int = 60,
                figsize: tuple[float, float] | None = None):
     """The span waterfall: x is time since the run span started (ms), one row per span,
@@ -71,6 +93,7 @@ def plot_trace(source: Any, *, title: str | None = None, max_spans: int = 60,
         max_spans: draw at most this many rows (the first ones in tree order).
     """
     import matplotlib.pyplot as plt  # lazy: heavy
+    from matplotlib import transforms  # lazy: heavy
     from matplotlib.patches import Patch  # lazy: heavy
 
     rows = _tree_order(_spans(source))[:max_spans]
@@ -81,11 +104,11 @@ def plot_trace(source: Any, *, title: str | None = None, max_spans: int = 60,
     end_all = max(s.start_offset_ms + (s.duration_ms or 0.0) for s, _ in rows)
     width_in, height_in = figsize or (8.0, 0.3 * len(rows) + 1.3)
     fig, ax = plt.subplots(figsize=(width_in, height_in))
-    left = 0.34  # room for 9 pt span names, indented by depth
-    fig.subplots_adjust(left=left, right=0.98, bottom=0.55 / height_in, top=1 - 0.6 / height_in)
-    axes_w = (0.98 - left) * width_in  # labels sit in the left margin, indented by depth
-    x0, indent = -(left * width_in - 0.08) / axes_w, 0.12 / axes_w
+    fig.subplots_adjust(left=0.28, right=0.98, bottom=0.55 / height_in, top=1 - 0.6 / height_in)
+    # row labels sit in the left margin (x in figure inches, indented by depth, y on the row)
+    at = transforms.blended_transform_factory(fig.dpi_scale_trans, ax.transData)
     tool_states: set[str] = set()
+    labels = []
     for y, (s, depth) in enumerate(rows):
         start = s.start_offset_ms - t0
         width = s.duration_ms if s.duration_ms is not None else end_all - s.start_offset_ms
@@ -100,9 +123,11 @@ def plot_trace(source: Any, *, title: str | None = None, max_spans: int = 60,
         ax.barh(y, max(width, (end_all - t0) * 0.002), left=start, height=0.7, color=color,
                 edgecolor=_ERROR if failed else "none", linewidth=1.6 if failed else 0,
                 hatch="//" if s.duration_ms is None else None)
-        label = s.name if len(s.name) <= 28 else s.name[:27] + "…"
-        ax.text(x0 + indent * min(depth, 6), y, label, transform=ax.get_yaxis_transform(),
-                ha="left", va="center", fontsize=9, color=_ERROR if failed else "black")
+        label = _row_label(s)
+        labels.append(ax.text(0.08 + 0.14 * min(depth, 6), y, label, transform=at, ha="left",
+                              va="center", fontsize=_ROW_FONT_PT, clip_on=False,
+                              color=_ERROR if failed else "black"))
+    _fit_left_margin(fig, labels)
     ax.set_yticks([])
     ax.set_ylim(len(rows) - 0.4, -0.6)
     ax.set_xlim(0, (end_all - t0) * 1.02 or 1.0)

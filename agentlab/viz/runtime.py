@@ -84,8 +84,9 @@ def plot_turn_tokens(result: Any, title: str = "Tokens per turn"):
     ax.set_xlabel("turn")
     ax.set_ylabel("tokens")
     ax.set_xticks(x)
-    ax.set_title(title, fontsize=10, loc="left")
-    ax.legend(fontsize=8, loc="upper left")
+    ax.set_title(title, fontsize=10, loc="left", pad=18)
+    ax.legend(fontsize=8, loc="lower right", bbox_to_anchor=(1.0, 1.0), ncol=2,
+              frameon=False)  # above the axes: never over a bar or its value
     fig.tight_layout()
     plt.close(fig)
     return fig
@@ -112,8 +113,9 @@ def plot_stream_timing(rows: Sequence[dict], title: str = "Time to first token v
     ax.set_xlabel("turn")
     ax.set_ylabel("time after the request (ms)")
     ax.set_ylim(0, max([r["total_ms"] for r in rows], default=1.0) * 1.18)
-    ax.set_title(title, fontsize=10, loc="left")
-    ax.legend(fontsize=8, loc="upper left")
+    ax.set_title(title, fontsize=10, loc="left", pad=24)  # clear of the legend above
+    ax.legend(fontsize=8, loc="lower right", bbox_to_anchor=(1.0, 1.0), ncol=2,
+              frameon=False)  # above the axes: never over a bar or its value
     fig.tight_layout()
     plt.close(fig)
     return fig

@@ -16,7 +16,7 @@ _OUTCOME = {"new value": "ok", "old value": "ok", "torn": "failed", "missing": "
 
 
 def plot_crash_writes(rows: Sequence[Mapping], *, title: str | None = None,
-                      figsize: tuple[float, float] = (7.5, 2.6)):
+                      figsize: tuple[float, float] = (7.5, 2.9)):
     """Bytes on disk after a (possibly killed) save, one row per store.
 
     Args:
@@ -30,37 +30,43 @@ def plot_crash_writes(rows: Sequence[Mapping], *, title: str | None = None,
 
     fig, ax = plt.subplots(figsize=figsize)
     top = max([r["new_bytes"] for r in rows] + [r["file_bytes"] for r in rows] + [1]) / 1024
+    drawn = set()  # what is drawn, so that the legend names nothing else
     for y, r in enumerate(rows):
         color = STATE_COLORS[_OUTCOME[r["outcome"]]]
+        drawn.add("torn" if r["outcome"] == "torn" else "loads")
         ax.barh(y, r["new_bytes"] / 1024, height=0.6, facecolor="none", edgecolor="#616161",
                 ls="--", lw=1)
         ax.barh(y - 0.12, max(r["file_bytes"] / 1024, top * 0.008), height=0.3, color=color)
-        ax.text(max(r["file_bytes"] / 1024, top * 0.008), y - 0.12, f" {r['file_bytes']:,} B",
-                va="center", fontsize=7)
+        sizes = f"value file {r['file_bytes']:,} B"
         if r.get("tmp_bytes"):
+            drawn.add("tmp")
             ax.barh(y + 0.18, r["tmp_bytes"] / 1024, height=0.18, color="#9e9e9e")
+            sizes += f", temp file {r['tmp_bytes']:,} B"
         verdict = {"torn": "load() fails: the file is cut short (torn write)",
                    "old value": "load() returns the old value",
                    "new value": "load() returns the new value",
                    "missing": "load() finds nothing"}[r["outcome"]]
-        ax.text(top * 1.02, y, verdict, va="center", fontsize=8, color=color)
+        # beside the axes, one block per row: never over a bar, the kill line or each other
+        ax.annotate(f"{verdict}\n{sizes}", (1.02, y), xycoords=("axes fraction", "data"),
+                    va="center", fontsize=8, color=color, annotation_clip=False)
     limits = {r["limit_bytes"] for r in rows if r.get("limit_bytes")}
     for lim in limits:
         ax.axvline(lim / 1024, color=STATE_COLORS["failed"], ls=":", lw=1.2)
     ax.set_yticks(range(len(rows)), [r["store"] for r in rows], fontsize=8)
     ax.set_ylim(len(rows) - 0.5, -0.5)
-    ax.set_xlim(0, top * 1.9)
+    ax.set_xlim(0, top * 1.05)
     ax.set_xlabel("size on disk (KiB)")
-    handles = [Patch(facecolor="none", edgecolor="#616161", ls="--", label="new value, whole"),
-               Patch(color=STATE_COLORS["ok"], label="value file, loads"),
-               Patch(color=STATE_COLORS["failed"], label="value file, torn"),
-               Patch(color="#9e9e9e", label="hidden temp file left")]
+    handles = [Patch(facecolor="none", edgecolor="#616161", ls="--", label="new value, whole")]
+    handles += [h for key, h in (
+        ("loads", Patch(color=STATE_COLORS["ok"], label="value file, loads")),
+        ("torn", Patch(color=STATE_COLORS["failed"], label="value file, torn")),
+        ("tmp", Patch(color="#9e9e9e", label="hidden temp file left"))) if key in drawn]
     if limits:
         handles.append(plt.Line2D([], [], color=STATE_COLORS["failed"], ls=":",
                                   label="writer killed here"))
-    ax.legend(handles=handles, fontsize=7, loc="lower right", bbox_to_anchor=(1.0, 1.0),
-              ncol=3, frameon=False)
-    ax.set_title(title or "After the save", fontsize=10, loc="left", pad=26)
-    fig.tight_layout()
+    fig.legend(handles=handles, fontsize=8, loc="lower center", ncol=3,
+               frameon=False)  # under the plot, where nothing is drawn
+    ax.set_title(title or "After the save", fontsize=10, loc="left")
+    fig.tight_layout(rect=(0, 0.17, 1, 1))
     plt.close(fig)
     return fig

@@ -23,7 +23,7 @@ from __future__ import annotations
 from typing import Any, Iterable
 
 __all__ = ["STATES", "STATE_COLORS", "STATE_LABELS", "NOT_RUN_CODES", "KIND_COLORS",
-           "TOKEN_COLORS",
+           "TOKEN_COLORS", "PERCENTILE_COLORS",
            "call_state", "worst_state", "state_style", "state_handles"]
 
 #: The states in legend order.
@@ -38,6 +38,9 @@ STATE_LABELS = {"ok": "ok", "failed": "failed", "timed_out": "timed out",
 KIND_COLORS = {"run": "#90a4ae", "turn": "#90caf9", "llm": "#7986cb"}
 #: Token and money colours (input, output, cost), shared by the tokens-per-turn plots.
 TOKEN_COLORS = {"input": "#b0bec5", "output": "#455a64", "cost": "#6a1b9a"}
+#: Percentile colours (chapters 09 and 13): light to dark as the tail gets longer, never a
+#: state colour (a p99 is not a failure).
+PERCENTILE_COLORS = {"p50": "#0277bd", "p95": "#5e35b1", "p99": "#212121"}
 _HATCH = {"timed_out": "//", "abandoned": "//"}
 #: Error codes of calls that never started.
 NOT_RUN_CODES = frozenset({"dependency_failed", "deadline_exceeded", "cancelled",

@@ -6,11 +6,11 @@ from typing import Any, Mapping, Sequence
 
 from ..errors import ConfigError
 from ..quantiles import percentile_interval
-from .states import STATE_COLORS
+from .states import PERCENTILE_COLORS, STATE_COLORS
 
 __all__ = ["plot_latency_percentiles", "plot_timeout_tradeoff", "plot_timeout_trace"]
 
-_P_COLORS = {"p50": "#0277bd", "p95": "#5e35b1", "p99": "#212121"}  # not state colours
+_P_COLORS = PERCENTILE_COLORS  # not state colours
 _TIMEOUT = STATE_COLORS["timed_out"]
 
 

@@ -136,8 +136,9 @@ def hung_batch_explorer(*, hang_s: float = 1.2) -> Panel:
 
     def redraw(_: Any = None) -> None:
         res = run_hung_batch(timeout.value, which.value, hang_s=hang_s)
-        fig = plot_call_gantt({res["executor"]: res["rows"]}, timeout_ms=res["timeout_s"] * 1000,
-                              done_ms={res["executor"]: res["wall_ms"]},
+        label = dict(zip(EXECUTORS, BUTTON_LABELS))[res["executor"]]  # as on its button
+        fig = plot_call_gantt({label: res["rows"]}, timeout_ms=res["timeout_s"] * 1000,
+                              done_ms={label: res["wall_ms"]},
                               title="Four calls, one hangs", figsize=(7.5, 2.6))
         panel.show(out, format_hung_batch(res), fig)
 

@@ -2,10 +2,16 @@
 an approval panel for a paused run's calls.
 
 ``fleet_table(fleet)`` redraws the runs table from Redis every ``refresh_s`` from a background
-thread (by setting an HTML widget's value, never by printing) until every run it shows is terminal or paused (or ``stop()`` is called), so a cell can
-display it and move on while the fleet works. ``approval_panel(fleet, run_id)`` lists the calls
-a paused run waits on, with Approve and Reject buttons that call ``Fleet.approve`` /
-``Fleet.reject``. ``format_runs_table`` is the plain text both show, for checked prints.
+thread (by setting an HTML widget's value, never by printing) until every run it shows is
+terminal or paused (or ``stop()`` is called), so a cell can display it and move on while the
+fleet works. ``approval_panel(fleet, run_id)`` lists the calls a paused run waits on, with
+Approve and Reject buttons that call ``Fleet.approve`` / ``Fleet.reject``.
+``format_runs_table`` is the plain text both show, for checked prints.
+
+Both keep the records they last read. When the fleet no longer answers (``LocalFleet.close()``
+ran, or Redis went away) they say so and go on answering from those records: the "show" menu
+still narrows the table, the approval panel still shows how the run ended, and a decision,
+which needs the fleet, is refused with the reason.
 """
 from __future__ import annotations
 
@@ -44,14 +50,12 @@ def fleet_table(fleet: Any, run_ids: list[str] | None = None, *, refresh_s: floa
                       value="all", description="show")
     panel = Panel([w.HBox([show, status]), table], title="fleet runs (chapter 13)")
     stop = threading.Event()
+    seen: list[dict] = []  # the records last read: what the table answers from once the fleet is gone
 
     def records() -> list[dict]:
         return [fleet.show(i) for i in run_ids] if run_ids else fleet.runs()
 
-    def refresh(_: Any = None) -> bool:
-        recs = records()
-        settled = all(r["state"] in TERMINAL or r["state"] == PAUSED for r in recs)
-        status.value = f"<b>{len(recs)} runs</b> — {'settled' if settled else 'live'}"
+    def draw(recs: list[dict], note: str) -> None:
         shown = [r for r in recs if show.value in ("all", r["state"])]
         text = format_runs_table(shown)
         if show.value != "all":
@@ -60,14 +64,26 @@ def fleet_table(fleet: Any, run_ids: list[str] | None = None, *, refresh_s: floa
         # widget values only: printing into an Output widget from a thread would land in
         # whichever cell is running at the time
         table.value = f"<pre>{html.escape(text)}</pre>"
-        panel.show(None, text=text)
+        panel.show(None, text=text + (f"\n({note})" if note else ""))
+
+    def refresh(_: Any = None) -> bool:
+        recs = records()
+        seen[:] = recs
+        settled = all(r["state"] in TERMINAL or r["state"] == PAUSED for r in recs)
+        status.value = f"<b>{len(recs)} runs</b> — {'settled' if settled else 'live'}"
+        draw(recs, "")
         return settled
+
+    def from_memory(exc: Exception) -> None:
+        """The fleet does not answer: say so, and show the records last read."""
+        status.value = _unreachable(exc, recorded=bool(seen))
+        draw(seen, _unreachable(exc, html_=False, recorded=bool(seen)))
 
     def on_show(_: Any) -> None:  # a callback's exception would vanish into the kernel's log
         try:
             refresh()
         except Exception as exc:  # noqa: BLE001 - shown to the student instead
-            status.value = _unreachable(exc)
+            from_memory(exc)
 
     show.observe(on_show, "value")
 
@@ -79,7 +95,7 @@ def fleet_table(fleet: Any, run_ids: list[str] | None = None, *, refresh_s: floa
                 if refresh():
                     return
             except Exception as exc:  # Redis gone (the fleet was stopped): say so, stop
-                status.value = _unreachable(exc)
+                from_memory(exc)
                 return
 
     refresh()
@@ -88,11 +104,12 @@ def fleet_table(fleet: Any, run_ids: list[str] | None = None, *, refresh_s: floa
     return panel
 
 
-def _unreachable(exc: Exception, html_: bool = True) -> str:
-    """What a control says when the fleet cannot answer (e.g. the notebook's last cell stopped
-    it): visibly, instead of a callback failing silently."""
+def _unreachable(exc: Exception, html_: bool = True, recorded: bool = False) -> str:
+    """What a control says when the fleet cannot answer (e.g. ``lf.close()`` stopped it):
+    visibly, instead of a callback failing silently, and whether it shows what it last read."""
     text = (f"the fleet does not answer ({type(exc).__name__}: {str(exc)[:120]}); it was "
-            "probably stopped: run the cells that start it, then this one")
+            "probably stopped. " + ("Shown: the records as last read while it ran. " if recorded
+                                    else "") + "For a live fleet run the notebook from the top")
     return f"<b style='color:#b71c1c'>{html.escape(text)}</b>" if html_ else text
 
 
@@ -103,20 +120,30 @@ def approval_panel(fleet: Any, run_id: str) -> Panel:
     approve, reject = w.Button(description="Approve", button_style="success"), \
         w.Button(description="Reject", button_style="danger")
     panel = Panel([w.HBox([approve, reject]), reason, out], title="approval (chapter 13)")
+    seen: dict = {}  # the record last read: shown once the fleet no longer answers
 
     def describe(note: str = "") -> None:
         try:
             rec = fleet.show(run_id)
         except Exception as exc:  # noqa: BLE001 - the fleet was stopped: say so in the panel
-            panel.show(out, text=f"{note}\n{_unreachable(exc, html_=False)}".strip())
-            approve.disabled = reject.disabled = True
+            stopped = _unreachable(exc, html_=False, recorded=bool(seen))
+            if seen:
+                describe_record(seen, f"{note}\n{stopped}".strip())
+            else:
+                panel.show(out, text=f"{note}\n{stopped}".strip())
+            approve.disabled = reject.disabled = True  # a decision needs the fleet
             return
+        seen.clear()
+        seen.update(rec)
+        describe_record(rec, note)
+        approve.disabled = reject.disabled = rec["state"] != PAUSED
+
+    def describe_record(rec: dict, note: str) -> None:
         lines = [f"run {run_id[:12]}…: {rec['state']}"]
         for call in rec.get("pending") or []:
             args = ", ".join(f"{k}={str(v)[:30]!r}" for k, v in call["arguments"].items())
             lines.append(f"  waits for approval: {call['tool']}({args})")
         panel.show(out, text="\n".join(lines + ([note] if note else [])))
-        approve.disabled = reject.disabled = rec["state"] != PAUSED
 
     def decide(button: Any) -> None:
         try:
