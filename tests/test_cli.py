@@ -188,6 +188,20 @@ def test_chat_holds_a_conversation_in_a_terminal():
 
 
 @pty_warning
+def test_chat_takes_a_pasted_block_as_one_question_and_shows_it_is_thinking():
+    term = Terminal([*CLI, "chat", "--time-scale", "0.2"], offline_env())
+    term.expect("you> ")
+    term.send("how do I put a timeout\ron an asyncio call?\rthanks\r")  # three lines at once
+    reply = term.expect("you> ")
+    assert "thinking…" in reply and "\x1b[K" in reply  # shown, then erased by the first event
+    assert reply.count('web_search(') == 1 and reply.count("agent> ") == 1
+    assert "Source: Timeouts in asyncio" in reply
+    term.send("/exit\r")
+    assert "agent> " not in term.expect("bye")  # no second or third run was queued
+    assert term.wait() == 0
+
+
+@pty_warning
 def test_chat_ctrl_c_stops_a_reply_then_leaves_cleanly():
     term = Terminal([*CLI, "chat", "--time-scale", "3"], offline_env())
     term.expect("you> ")

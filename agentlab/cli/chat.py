@@ -6,8 +6,10 @@
 Each question runs the chapter 06-07 loop (``AgentRuntime.run_stream``) on the same history,
 so follow-ups ("tell me more") know what came before. The tools are the research tools'
 ``web_search`` and ``read_url`` over the offline library of chapter 08. Replies stream as
-they arrive; each tool call is shown on its own line. Ctrl-C stops a reply (the conversation
-goes on); Ctrl-C at the prompt, Ctrl-D or ``/exit`` leaves.
+they arrive; each tool call is shown on its own line, and a terminal shows "thinking…" until
+the first of them. A pasted block of several lines is one question (lines that arrive together
+are joined), not one run per line. Ctrl-C stops a reply (the conversation goes on); Ctrl-C at
+the prompt, Ctrl-D or ``/exit`` leaves.
 
 Offline the model is the simulator playing a small librarian (``librarian``): it searches the
 library for your question, reads the best page it has not cited yet, and answers with the
@@ -19,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import select
 import sys
 from typing import Any
 
@@ -42,6 +45,7 @@ SYSTEM_PROMPT = """You are a helpful assistant for people learning how agents an
 asyncio work. Search the offline library with web_search, read the best page with read_url, \
 and answer briefly, citing the URL you used. Follow-up questions refer to the conversation."""
 
+THINKING = "thinking…"
 HELP = "/reset starts a new conversation, /exit leaves (or Ctrl-D); Ctrl-C stops a reply."
 _FILLER = frozenset("""more tell me go on continue else about that it this please again another
 anything something explain elaborate detail details further what why how next ok okay yes i we
@@ -126,8 +130,14 @@ class Conversation:
         """Stream the answer to ``question``; False if the run did not finish."""
         events = self.runtime.run_stream(question)
         texting, result = False, None
+        waiting = _is_terminal(self.out)  # "thinking…" until the first event, on a terminal
+        if waiting:
+            self._write(THINKING)
         try:
             for event in events:
+                if waiting:
+                    self._write("\r\x1b[K")  # erase "thinking…"
+                    waiting = False
                 kind = event["type"]
                 if kind == "tool_start":
                     self._write(("\n" if texting else "") + "  · "
@@ -145,7 +155,7 @@ class Conversation:
                     result = event["result"]
         except KeyboardInterrupt:
             events.close()  # ends the run cleanly; the history stays valid
-            self._write("\n(stopped)\n")
+            self._write(("\r\x1b[K" if waiting else "\n") + "(stopped)\n")
             return False
         self._write("\n" if texting else "")
         if result.state.name != "FINISHED":
@@ -154,6 +164,36 @@ class Conversation:
             self._write(f"(no answer: {why})\n")
             return False
         return True
+
+
+def _is_terminal(stream: Any) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):  # no isatty, or closed
+        return False
+
+
+def _more_waiting(seconds: float = 0.05) -> bool:
+    """True if more input is already there: a paste arrives at once, a person types slower.
+    (input() reads through readline a character at a time, so what it has not taken yet is
+    still in the terminal, where select sees it.)"""
+    if not _is_terminal(sys.stdin):
+        return False
+    try:
+        return bool(select.select([sys.stdin], [], [], seconds)[0])
+    except (OSError, ValueError):  # no select on this stdin (Windows consoles)
+        return False
+
+
+def read_question(prompt: str = "you> ") -> str:
+    """One question from the terminal: the line typed, joined with any lines pasted with it."""
+    lines = [input(prompt)]
+    while _more_waiting():
+        try:
+            lines.append(input(""))
+        except EOFError:  # a paste that ended without a newline, then Ctrl-D
+            break
+    return "\n".join(lines).strip()
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -187,7 +227,7 @@ def run(args: argparse.Namespace) -> int:
     hinted = False
     while True:
         try:
-            line = input("you> ").strip()
+            line = read_question()
         except (EOFError, KeyboardInterrupt):  # Ctrl-D or Ctrl-C at the prompt: leave
             print("\nbye")
             return 0
