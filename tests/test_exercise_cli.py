@@ -6,6 +6,7 @@ import copy
 import csv
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -106,6 +107,20 @@ def test_list_shows_every_exercise_and_your_copies(tmp_path, capsys):
     assert lines[0].startswith("01  backoff") and lines[0].endswith("not started")
     assert "20 cases" in lines[0]
     assert lines[8].startswith("09  percentile") and "(untouched)" in lines[8]
+
+
+def test_list_shows_an_exercise_solved_in_place(tmp_path, monkeypatch, capsys):
+    """A student who typed into notebooks/exercises/01_backoff.ipynb itself has started."""
+    project = tmp_path / "clone"
+    shutil.copytree(ROOT / "notebooks" / "exercises", project / "notebooks" / "exercises",
+                    ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
+    (project / "notebooks" / "exercises" / "01_backoff.ipynb").write_text(json.dumps(_solved()))
+    monkeypatch.chdir(project)
+    assert cli.main(["exercise", "list"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].endswith(os.path.join("notebooks", "exercises", "01_backoff.ipynb")
+                             + " (edited in place)")
+    assert lines[1].endswith("not started")  # 02's copy is as generated
 
 
 def test_an_unknown_exercise_says_which_exist(capsys):

@@ -113,8 +113,10 @@ def _list(args: argparse.Namespace) -> int:
     for master in generate.masters():
         cases = sum(c.total for c in expected_checks(master))
         mine = folder / master.name
+        in_place = master.parent.parent / master.name  # the copy in notebooks/exercises/
         if not mine.exists():
-            where = "not started"
+            edited = generate.copy_status(in_place, generate.copy_text(master)) == "changed"
+            where = f"{_shown(in_place)} (edited in place)" if edited else "not started"
         else:
             status = generate.copy_status(mine, work_copy_text(master, folder))
             where = _shown(mine) + (" (untouched)" if status in ("current", "stale") else "")
