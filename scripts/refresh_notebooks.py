@@ -19,6 +19,7 @@ from pathlib import Path
 
 import nbformat
 from nbclient import NotebookClient
+from nbval.plugin import coalesce_streams
 
 from agentlab.exercises.kernels import ipc_kernel_manager
 from agentlab.widgets import save_hook
@@ -73,6 +74,8 @@ def clean(nb) -> None:
     for cell in nb.cells:
         cell.metadata = {k: v for k, v in cell.metadata.items() if k == "tags"}
         cell.pop("id", None)
+        if cell.get("outputs"):  # a progress bar's updates, saved as the line a viewer shows
+            cell.outputs = coalesce_streams(cell.outputs)
 
 
 def refresh(path: Path) -> None:

@@ -9,6 +9,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -46,8 +47,8 @@ def _with_cell_before_check(nb: dict, source: str, check: str) -> dict:
     return nb
 
 
-def _run(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if k != "NO_COLOR"}
+def _run(*args: str, cwd: Path = ROOT, **extra_env: str) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k != "NO_COLOR"} | extra_env
     return subprocess.run([sys.executable, "-m", "agentlab.cli", "exercise", *args], cwd=cwd,
                           capture_output=True, text=True, timeout=300, env=env)
 
@@ -199,7 +200,10 @@ def test_grading_a_hostile_class_keeps_honest_scores_files_and_processes(tmp_pat
         (cls / student).mkdir(parents=True)
         (cls / student / "01_backoff.ipynb").write_text(json.dumps(nb))
     before = _tree_digest(cls)
-    done = _run("grade", str(cls), "--timeout", "30", "--out", str(out))
+    # this grader's folders in a temp folder of its own: other tests grading at the same time
+    # (pytest -n 4, or another Python's suite) are not counted below. Short: Unix socket names.
+    own_tmp = tempfile.mkdtemp(prefix="g", dir="/tmp")
+    done = _run("grade", str(cls), "--timeout", "30", "--out", str(out), TMPDIR=own_tmp)
     assert done.returncode == 0, done.stdout + done.stderr
     time.sleep(4)  # past the detached writer's 3 s
     rows = {r["student"]: r for r in csv.DictReader((out / "grades.csv").open())}
@@ -211,23 +215,24 @@ def test_grading_a_hostile_class_keeps_honest_scores_files_and_processes(tmp_pat
     assert rows["slow"]["status"] == "timeout" and rows["printer"]["status"] == "output_limit"
     assert _tree_digest(cls) == before
     assert sorted(p.name for p in out.iterdir()) == ["grades.csv", "grades.md"]
-    left = _graded_processes()
+    left = _graded_processes(own_tmp)
     for _ in range(40):  # killed ones may take a moment to go on a loaded machine (seen: 1 left)
         if not left:
             break
         time.sleep(0.5)
-        left = _graded_processes()
+        left = _graded_processes(own_tmp)
     assert left == []
+    shutil.rmtree(own_tmp, ignore_errors=True)
 
 
-def _graded_processes() -> list[int]:
-    """Processes started for grading: a grading kernel's HOME is its agentlab-grade- folder,
-    and every process it starts inherits it (other jobs' kernels on the machine do not)."""
+def _graded_processes(tmp: str) -> list[int]:
+    """Processes this grader started: a grading kernel's HOME is its agentlab-grade- folder
+    (made in the grader's TMPDIR, ``tmp``), and every process it starts inherits it."""
     import psutil
     found = []
     for p in psutil.process_iter():
         try:
-            if "agentlab-grade-" in p.environ().get("HOME", ""):
+            if p.environ().get("HOME", "").startswith(os.path.join(tmp, "agentlab-grade-")):
                 found.append(p.pid)
         except (psutil.Error, OSError):
             continue

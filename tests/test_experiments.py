@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import re
 import math
 
 import pandas as pd
@@ -192,6 +193,15 @@ def test_a_failing_scenario_is_recorded_and_the_sweep_goes_on(count):
     res = Experiment(seeds=3, tasks=["count"]).run(workers=1, progress=False)
     assert res.runs["status"].tolist() == ["ok", "error", "ok"]
     assert res.manifest["counts"] == {"ok": 2, "error": 1}
+
+
+def test_the_progress_bar_off_a_terminal_counts_runs_without_times(count, capsys):
+    """What a notebook or a log keeps must not depend on how busy the machine was."""
+    count([])
+    Experiment(seeds=3, tasks=["count"], name="counted").run(workers=1)
+    bar = capsys.readouterr().err
+    assert "counted: 100%" in bar and "3/3 runs" in bar
+    assert not re.search(r"\d\d:\d\d|/s\b|s/run", bar)  # no elapsed time, ETA or rate
 
 
 def test_another_experiment_in_the_same_directory_needs_force(tmp_path):

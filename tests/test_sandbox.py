@@ -24,8 +24,14 @@ POLICY = SandboxPolicy(memory_mb=256, max_procs=16, cpu_s=5, file_mb=4, workers=
 
 
 def descendants() -> set[int]:
-    return {p.pid for p in psutil.Process().children(recursive=True)
-            if p.status() != psutil.STATUS_ZOMBIE}
+    alive = set()
+    for p in psutil.Process().children(recursive=True):
+        try:
+            if p.status() != psutil.STATUS_ZOMBIE:
+                alive.add(p.pid)
+        except psutil.NoSuchProcess:  # ended between the listing and the look
+            continue
+    return alive
 
 
 @pytest.fixture
@@ -196,8 +202,10 @@ def test_the_fork_bomb_count_sees_what_a_sandbox_leaves_and_not_the_thread_sides
     from agentlab.sandbox.compare import side_by_side
     policy = SandboxPolicy(memory_mb=256, max_procs=8, workers=1)
     res = side_by_side("fork bomb", policy=policy)
-    # the thread side forks what it can in its window: 30 idle, 7 seen beside two CPU burners
-    assert res["thread"]["harm"] >= 1 and res["sandbox"]["harm"] == 0
+    # the thread side is counted once its bomb has forked all 30 (it goes on after the
+    # timeout): 30 idle and under load, where counting at the timeout saw 7 to 22
+    assert res["thread"]["harm"] == 30 and res["sandbox"]["harm"] == 0
+    assert res["thread"]["effect"] == "30 of 30 processes still running after the call"
     close_pools()
     monkeypatch.setattr(pool._Worker, "leftovers", lambda self: None)
     monkeypatch.setattr(pool, "kill_all", lambda *a, **k: 0)

@@ -120,10 +120,21 @@ def _progress(progress: Any, total: int, initial: int, name: str) -> Any:
     if callable(progress) and not isinstance(progress, bool):
         return _CallbackBar(progress, total, initial)
     # the plain text bar, also in a notebook: a saved notebook then shows the finished bar as
-    # text, where tqdm.auto's widget bar would show "model not found" before it is run again
+    # text, where tqdm.auto's widget bar would show "model not found" before it is run again.
+    # Off a terminal (a notebook, a log) the bar leaves out times and rates, so what is saved
+    # depends on the sweep only, not on how busy the machine was.
     from tqdm.std import tqdm  # lazy: heavy
+    counts_only = None if _is_terminal(sys.stderr) else \
+        "{desc}: {percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt} runs"
     return tqdm(total=total, initial=initial, desc=name, unit="run", disable=not progress,
-                file=sys.stderr, dynamic_ncols=True)
+                file=sys.stderr, dynamic_ncols=True, bar_format=counts_only)
+
+
+def _is_terminal(stream: Any) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):  # no isatty, or closed
+        return False
 
 
 class _CallbackBar:
