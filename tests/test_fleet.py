@@ -162,6 +162,20 @@ def test_a_holder_that_loses_its_lease_stops_writes_nothing_and_the_run_moves_on
     assert len(first) == 2
 
 
+def _gone(pid: int) -> bool:
+    """The process has ended: no such pid, or a zombie (stopped, waiting to be reaped)."""
+    import os
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(")")[-1].split()[0] == "Z"
+    except FileNotFoundError:  # reaped between the two looks
+        return True
+
+
 def test_a_fleet_left_open_is_stopped_when_the_interpreter_exits(tmp_path):
     # notebook 13 leaves its fleet up after Run All (for its controls); the kernel's exit stops it
     import os
@@ -175,15 +189,7 @@ def test_a_fleet_left_open_is_stopped_when_the_interpreter_exits(tmp_path):
     assert out.returncode == 0, out.stderr[-2000:]
     pids = [int(p) for p in out.stdout.split()]
 
-    def gone(pid):
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return True
-        with open(f"/proc/{pid}/stat") as f:  # an unreaped zombie has stopped too
-            return f.read().split(")")[-1].split()[0] == "Z"
-
-    assert len(pids) == 2 and all(gone(p) for p in pids)
+    assert len(pids) == 2 and all(_gone(p) for p in pids)
 
 
 def test_a_fleet_whose_owner_is_killed_outright_is_stopped_by_its_guard(tmp_path):
@@ -202,13 +208,5 @@ def test_a_fleet_whose_owner_is_killed_outright_is_stopped_by_its_guard(tmp_path
     assert out.returncode == -signal.SIGKILL, out.stderr[-2000:]
     pids = [int(p) for p in out.stdout.split()]
 
-    def gone(pid):
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return True
-        with open(f"/proc/{pid}/stat") as f:  # a zombie waiting for init has stopped too
-            return f.read().split(")")[-1].split()[0] == "Z"
-
     assert len(pids) == 2
-    wait_for(lambda: all(gone(p) for p in pids), timeout_s=15)
+    wait_for(lambda: all(_gone(p) for p in pids), timeout_s=15)
