@@ -215,35 +215,7 @@ def grade(folder: str | Path, *, timeout: float = 120.0, out: str | Path | None 
         inside_out = folder in out.parents and out in path.parents  # e.g. FOLDER/grades/
         if ".ipynb_checkpoints" in path.parts or rel in done or inside_out:
             continue
-        unreadable = _unreadable(path)
-        try:
-            nb = {} if unreadable else json.loads(path.read_text(encoding="utf-8"))
-            master = exercise_of(nb, path)  # an unreadable file: the exercise of its name
-        except Exception:  # noqa: BLE001 - a broken file scores 0, never ends the batch
-            master = None
-        if unreadable:
-            exercise = master.stem if master is not None else "?"
-            total = sum(c.total for c in expected_checks(master)) if master is not None else 0
-            g = Grade(student_of(path, folder, master.stem if master else ""), exercise, 0,
-                      total, "error", rel, unreadable)
-        elif master is None:
-            g = Grade(student_of(path, folder, ""), "?", 0, 0, "error", rel,
-                      "not an exercise notebook")
-        else:
-            status, found, problems = grade_notebook(path, master, wall_s=timeout,
-                                                     output_mb=output_mb, hide=hide)
-            expected = expected_checks(master)
-            total = sum(c.total for c in expected)
-            passed = 0 if status in ZERO_STATUSES else sum(found.values())
-            missing = [c.title for c in expected if c.title not in found]
-            if status == "ok" and passed < total:
-                status = "failed"
-            detail = problems + [f"{t}: did not report" for t in missing]
-            if status in ZERO_STATUSES and found:
-                detail.append(f"{sum(found.values())} case(s) had passed before it stopped; "
-                              "scored 0")
-            g = Grade(student_of(path, folder, master.stem), master.stem, passed, total,
-                      status, rel, _relative("; ".join(detail), str(folder), str(out)))
+        g = _grade_one(path, folder, out, timeout=timeout, output_mb=output_mb, hide=hide)
         _append(csv_path, g)
         grades.append(g)
         if progress is not None:
@@ -251,24 +223,57 @@ def grade(folder: str | Path, *, timeout: float = 120.0, out: str | Path | None 
     return grades
 
 
-def _unreadable(path: Path) -> str:
-    """Why ``path`` is not a notebook the grader can run ("" when it is one): not UTF-8, not
-    JSON, or JSON without the shape of an nbformat 4 notebook (a dict of ``cells``)."""
+def _grade_one(path: Path, folder: Path, out: Path, *, timeout: float, output_mb: float,
+               hide: tuple[str, ...]) -> Grade:
+    """The grade of one file: run if it is an exercise notebook, else 0 with the reason."""
+    rel = path.relative_to(folder).as_posix()
+    nb, unreadable = _read_notebook(path)
+    try:
+        master = exercise_of(nb, path)  # an unreadable file: the exercise of its name
+    except Exception:  # noqa: BLE001 - a broken file scores 0, never ends the batch
+        master = None
+    if unreadable:
+        total = sum(c.total for c in expected_checks(master)) if master is not None else 0
+        return Grade(student_of(path, folder, master.stem if master else ""),
+                     master.stem if master is not None else "?", 0, total, "error", rel,
+                     unreadable)
+    if master is None:
+        return Grade(student_of(path, folder, ""), "?", 0, 0, "error", rel,
+                     "not an exercise notebook")
+    status, found, problems = grade_notebook(path, master, wall_s=timeout,
+                                             output_mb=output_mb, hide=hide)
+    expected = expected_checks(master)
+    total = sum(c.total for c in expected)
+    passed = 0 if status in ZERO_STATUSES else sum(found.values())
+    missing = [c.title for c in expected if c.title not in found]
+    if status == "ok" and passed < total:
+        status = "failed"
+    detail = problems + [f"{t}: did not report" for t in missing]
+    if status in ZERO_STATUSES and found:
+        detail.append(f"{sum(found.values())} case(s) had passed before it stopped; scored 0")
+    return Grade(student_of(path, folder, master.stem), master.stem, passed, total, status,
+                 rel, _relative("; ".join(detail), str(folder), str(out)))
+
+
+def _read_notebook(path: Path) -> tuple[dict, str]:
+    """``(notebook, "")``, or ``({}, why)`` when ``path`` is not a notebook the grader can
+    run: not UTF-8, not JSON, or JSON without the shape of an nbformat 4 notebook (a dict of
+    ``cells``)."""
     try:
         nb = json.loads(path.read_text(encoding="utf-8"))
     except UnicodeDecodeError:
-        return "not a notebook: the file is not UTF-8 text; scored 0"
+        return {}, "not a notebook: the file is not UTF-8 text; scored 0"
     except json.JSONDecodeError as exc:
-        return f"not a notebook: the file is not valid JSON ({exc}); scored 0"
+        return {}, f"not a notebook: the file is not valid JSON ({exc}); scored 0"
     except OSError as exc:
-        return f"could not read the file ({exc.strerror}); scored 0"
+        return {}, f"could not read the file ({exc.strerror}); scored 0"
     cells = nb.get("cells") if isinstance(nb, dict) else None
     if (not isinstance(nb, dict) or nb.get("nbformat") != 4 or not isinstance(cells, list)
             or not all(isinstance(c, dict) and "cell_type" in c and "source" in c
                        for c in cells)):
-        return ("not a notebook: valid JSON, but not an nbformat 4 notebook (a dict with "
-                "nbformat 4 and a list of cells); scored 0")
-    return ""
+        return {}, ("not a notebook: valid JSON, but not an nbformat 4 notebook (a dict with "
+                    "nbformat 4 and a list of cells); scored 0")
+    return nb, ""
 
 
 def _append(path: Path, g: Grade) -> None:
