@@ -11,6 +11,7 @@ from kombu.exceptions import OperationalError
 from agentlab.cli import main
 from agentlab.fleet.app import QUEUE, FleetConfig, broker_key, fleet_prefix
 from agentlab.fleet.control import Fleet, FleetUnavailableError
+from agentlab.fleet.reach import unavailable as fleet_unavailable
 from agentlab.fleet.reaper import Reaper, run_of_message
 from agentlab.fleet.runs import RunSpec, new_fleet_run_id
 from agentlab.fleet.server import RedisServer
@@ -91,6 +92,40 @@ def test_every_fleet_method_says_redis_unavailable_when_redis_goes_away(doomed):
         with pytest.raises(FleetUnavailableError) as info:
             call()
         assert info.value.code == "redis_unavailable" and "\n" not in info.value.message
+
+
+def test_a_restarted_redis_is_handed_back_with_its_data_loaded():
+    """py3.13 CI: a restart returned while Redis was still loading its append-only file, and
+    the next read failed with BusyLoadingError ('Redis is loading the dataset in memory')."""
+    import redis
+    server = RedisServer.start(appendonly=True)
+    try:
+        client = redis.Redis.from_url(server.url)
+        pipe = client.pipeline(transaction=False)
+        for i in range(200_000):  # an append-only file that takes a moment to load
+            pipe.set(f"k{i}", "x" * 20)
+        pipe.execute()
+        server.restart()
+        assert client.get("k199999") == b"x" * 20 and client.dbsize() == 200_000
+    finally:
+        server.stop()
+
+
+def test_wait_rides_out_a_redis_still_loading_its_data(fleet, monkeypatch):
+    import redis
+    run_id = fleet.submit("Research asyncio")
+    fleet.cancel(run_id)
+    show, calls = fleet.show, []
+
+    def loading_twice(rid):
+        calls.append(rid)
+        if len(calls) <= 2:
+            with fleet_unavailable(fleet.cfg.redis_url):
+                raise redis.BusyLoadingError("Redis is loading the dataset in memory")
+        return show(rid)
+    monkeypatch.setattr(fleet, "show", loading_twice)
+    [rec] = fleet.wait(run_id, timeout_s=10)
+    assert rec["state"] == "cancelled" and len(calls) == 3
 
 
 def test_submit_wait_when_redis_drops_mid_wait_is_one_line_and_exit_2(doomed, capsys):

@@ -156,7 +156,15 @@ class Fleet:
         stop = TERMINAL | {PAUSED} | set(until)
         deadline = time.monotonic() + timeout_s
         while True:
-            recs = [self.show(i) for i in ids]
+            try:
+                recs = [self.show(i) for i in ids]
+            except FleetUnavailableError as exc:
+                # Redis restarted and still loading its data: waited out like a run still
+                # going; a Redis that does not answer ends the wait at once (one line, exit 2)
+                if not exc.details.get("loading") or time.monotonic() >= deadline:
+                    raise
+                time.sleep(poll_s)
+                continue
             left = [r["run_id"] for r in recs if r["state"] not in stop]
             if not left:
                 return recs

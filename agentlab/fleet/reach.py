@@ -27,7 +27,7 @@ from ..errors import AgentError
 from .connection import safe_url
 
 __all__ = ["FleetUnavailableError", "UNREACHABLE", "unavailable", "wait_reachable",
-           "is_unreachable"]
+           "is_unreachable", "loading"]
 
 #: Exceptions that mean Redis did not answer (refused, reset, timed out), from redis-py and from
 #: kombu (a message that could not be published after its retries).
@@ -50,7 +50,13 @@ class FleetUnavailableError(AgentError):
         text = " ".join(str(exc).split())[:200]  # one line, whatever the driver said
         super().__init__("redis_unavailable", f"cannot reach Redis at {url} ({type(exc).__name__}"
                          f": {text}); start it (redis-server --port 6379) or set AGENTLAB_REDIS_URL",
-                         retryable=True, details={"url": url})
+                         retryable=True, details={"url": url, "loading": loading(exc)})
+
+
+def loading(exc: BaseException) -> bool:
+    """True when Redis answered but is still loading its data (just restarted with an
+    append-only file): it will serve in a moment, unlike a server that does not answer."""
+    return isinstance(exc, redis.BusyLoadingError)
 
 
 @contextlib.contextmanager

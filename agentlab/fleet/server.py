@@ -85,7 +85,8 @@ class RedisServer:
     @classmethod
     def _launch(cls, binary: str, port: int, timeout_s: float, *, workdir: str | None = None,
                 appendonly: bool = False) -> "RedisServer | None":
-        """One try on ``port``: the server once it answers, None if the port was taken."""
+        """One try on ``port``: the server once it answers with its data loaded, None if the
+        port was taken."""
         keep = workdir is not None  # a restart: the folder holds the data, never remove it
         workdir = workdir or tempfile.mkdtemp(prefix="agentlab-redis-")
         aof = ["--appendonly", "yes", "--appendfsync", "always"] if appendonly else \
@@ -107,8 +108,9 @@ class RedisServer:
                         return None
                     raise ConfigError("redis_server_failed", f"{binary} exited with code "
                                       f"{process.returncode}: {text}")
-                try:  # the one answering must be ours, not a server already on this port
-                    if int(client.info("server")["process_id"]) == process.pid:
+                try:  # the one answering must be ours, not a server already on this port,
+                    info = client.info()  # and done loading its append-only file (a restart)
+                    if int(info["process_id"]) == process.pid and not int(info["loading"]):
                         return server
                 except redis.RedisError:
                     pass
