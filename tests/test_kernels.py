@@ -44,3 +44,12 @@ def test_each_kernel_gets_its_own_folder_and_nbval_uses_them():
         assert nbval_km.transport == "ipc"
     finally:
         nbval_km.cleanup_connection_file()
+
+
+def test_windows_keeps_tcp(monkeypatch):
+    """ZeroMQ has no ipc transport on Windows: the class is jupyter_client's own there."""
+    from jupyter_client.manager import AsyncKernelManager
+
+    from agentlab.exercises import kernels
+    monkeypatch.setattr(kernels.sys, "platform", "win32")
+    assert kernels.ipc_kernel_manager() is AsyncKernelManager

@@ -12,11 +12,13 @@ Unix sockets have no such gap. ``ipc_kernel_manager()`` is a ``KernelManager`` c
 kernels bind socket files in a fresh private folder (absolute paths, so the kernel's working
 folder does not matter), removed when the kernel shuts down. ``agentlab exercise check``, the
 notebook refresher and the test suite (nbval included, see ``conftest.py``) start kernels with
-it. The grader's sandboxed kernels use Unix sockets too (``sandbox.launch``).
+it. The grader's sandboxed kernels use Unix sockets too (``sandbox.launch``). On Windows, where
+ZeroMQ has no Unix sockets, kernels keep TCP.
 """
 from __future__ import annotations
 
 import shutil
+import sys
 import tempfile
 from typing import Any
 
@@ -29,6 +31,8 @@ def ipc_kernel_manager(base: type | None = None) -> type:
     is heavy."""
     if base is None:
         from jupyter_client.manager import AsyncKernelManager as base  # noqa: N813
+    if sys.platform == "win32":  # ZeroMQ has no ipc transport on Windows: TCP as before
+        return base
 
     class IpcKernelManager(base):  # type: ignore[misc, valid-type]
         def __init__(self, **kwargs: Any) -> None:
