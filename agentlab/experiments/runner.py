@@ -124,17 +124,10 @@ def _progress(progress: Any, total: int, initial: int, name: str) -> Any:
     # Off a terminal (a notebook, a log) the bar leaves out times and rates, so what is saved
     # depends on the sweep only, not on how busy the machine was.
     from tqdm.std import tqdm  # lazy: heavy
-    counts_only = None if _is_terminal(sys.stderr) else \
+    counts_only = None if sys.stderr.isatty() else \
         "{desc}: {percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt} runs"
     return tqdm(total=total, initial=initial, desc=name, unit="run", disable=not progress,
                 file=sys.stderr, dynamic_ncols=True, bar_format=counts_only)
-
-
-def _is_terminal(stream: Any) -> bool:
-    try:
-        return stream.isatty()
-    except (AttributeError, ValueError):  # no isatty, or closed
-        return False
 
 
 class _CallbackBar:
