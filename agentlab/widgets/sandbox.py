@@ -14,7 +14,7 @@ from ..sandbox.compare import KINDS, side_by_side
 from ..sandbox.policy import SandboxPolicy
 from .panel import Panel
 
-__all__ = ["sandbox_explorer", "explain_sandbox", "plot_side_by_side"]
+__all__ = ["sandbox_explorer", "explain_sandbox", "plot_side_by_side", "HARM_UNITS"]
 
 
 def explain_sandbox(kind: str, timeout_s: float = 1.0, memory_mb: int = 256,
@@ -31,6 +31,12 @@ def explain_sandbox(kind: str, timeout_s: float = 1.0, memory_mb: int = 256,
     return res, "\n".join(lines)
 
 
+#: what each kind's ``harm`` counts, for axis labels
+HARM_UNITS = {"hang then write": "files written late", "memory bomb": "MB of this process",
+              "fork bomb": "processes left running", "read a secret": "secrets read",
+              "infinite output": "(thread not run)"}
+
+
 def plot_side_by_side(kind: str, res: dict) -> Any:
     """Two bars: the harm measured after the call, thread vs sandbox."""
     from matplotlib.figure import Figure  # lazy: heavy
@@ -39,10 +45,7 @@ def plot_side_by_side(kind: str, res: dict) -> Any:
     sides = list(res)
     harm = [0 if res[s]["harm"] != res[s]["harm"] else res[s]["harm"] for s in sides]  # nan: 0
     ax.barh(sides, harm, color=["#c62828", "#2e7d32"])
-    unit = {"hang then write": "files written late", "memory bomb": "MB of this process",
-            "fork bomb": "processes left running", "read a secret": "secrets read",
-            "infinite output": "(thread not run)"}[kind]
-    ax.set_xlabel(f"harm after the call: {unit}")
+    ax.set_xlabel(f"harm after the call: {HARM_UNITS[kind]}")
     ax.set_title(kind)
     fig.tight_layout()
     return fig
