@@ -26,14 +26,16 @@ def hang_then_write(path: str, seconds: float = 10.0) -> str:
     return "written"
 
 
-def memory_bomb(mb: int = 4096) -> int:
-    """Allocate ``mb`` megabytes, one at a time."""
+def memory_bomb(mb: int = 4096, hold_s: float = 0.0) -> int:
+    """Allocate ``mb`` megabytes, one at a time, and hold them ``hold_s`` seconds."""
     chunks = [bytearray(1 << 20) for _ in range(mb)]
+    time.sleep(hold_s)
     return len(chunks)
 
 
-def fork_bomb(children: int = 200, seconds: float = 30.0) -> int:
-    """Start up to ``children`` processes that each sleep ``seconds`` (a bounded fork bomb)."""
+def fork_bomb(children: int = 200, seconds: float = 30.0, hold_s: float = 0.0) -> int:
+    """Start up to ``children`` processes that each sleep ``seconds`` (a bounded fork bomb),
+    then wait ``hold_s`` seconds before returning."""
     started = 0
     for _ in range(children):
         pid = os.fork()
@@ -41,6 +43,7 @@ def fork_bomb(children: int = 200, seconds: float = 30.0) -> int:
             time.sleep(seconds)
             os._exit(0)
         started += 1
+    time.sleep(hold_s)
     return started
 
 
